@@ -1,0 +1,343 @@
+"""Typed configuration: one dataclass per concern, composed into :class:`RunConfig`, plus presets.
+
+Defaults are the official ELECTRA-Small values (Clark et al. 2020, appendix Table 6, and
+google-research/electra ``configure_pretraining.py``); each place we differ says why.
+
+Presets (``PRESETS``):
+
+- ``nano``:  learns in minutes on 2 CPU cores (built-in ``pydocs`` corpus, small trained vocab).
+- ``mini``:  a larger CPU model for an hour-long run.
+- ``small``: the paper's ELECTRA-Small (generator 1/4 of the discriminator, 1M steps).
+- ``small++``: the shape of the released google/electra-small-* checkpoints (generator as large as
+  the discriminator, length 512, 4M steps).
+- ``base``:  ELECTRA-Base.
+
+Overrides are dotted and type-checked: ``apply_overrides(cfg, ["train.max_steps=20"])``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Tying = Literal["none", "embeddings", "all"]
+
+
+@dataclass
+class ModelConfig:
+    """The discriminator's shape; the generator is derived from it (see :meth:`generator`)."""
+
+    vocab_size: int = 30522
+    embedding_size: int = 128  # ELECTRA-Small factorises embeddings: 128, projected to hidden
+    hidden_size: int = 256
+    num_layers: int = 12
+    num_heads: int = 4
+    intermediate_size: int = 1024
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    layer_norm_eps: float = 1e-12
+    initializer_range: float = 0.02
+    # Generator width as a fraction of the discriminator's: hidden, heads and FFN are scaled, the
+    # depth is not (the official code keeps all 12 layers). 1/4 is ELECTRA-Small; 1.0 is Small++.
+    generator_size: float = 0.25
+    # none: two separate models; embeddings: share word/position/segment embeddings and the
+    # embedding LayerNorm (official default); all: share every encoder weight (needs size 1.0).
+    tying: Tying = "embeddings"
+    # "sdpa" calls torch's fused scaled_dot_product_attention; "reference" writes the softmax out.
+    attention: Literal["sdpa", "reference"] = "sdpa"
+    # Special ids (BERT uncased vocab by default); set from the tokenizer when a vocab is trained.
+    pad_token_id: int = 0
+    cls_token_id: int = 101
+    sep_token_id: int = 102
+    mask_token_id: int = 103
+
+    def generator(self) -> "ModelConfig":
+        """The generator's shape: width scaled by ``generator_size``, same depth and embeddings."""
+        s = self.generator_size
+        return dataclasses.replace(
+            self,
+            hidden_size=max(1, round(self.hidden_size * s)),
+            num_heads=max(1, round(self.num_heads * s)),
+            intermediate_size=max(1, round(self.intermediate_size * s)),
+            generator_size=1.0,
+        )
+
+    def validate(self) -> None:
+        for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"model.{name} must be positive, got {getattr(self, name)}")
+        for cfg, who in ((self, "discriminator"), (self.generator(), "generator")):
+            if cfg.hidden_size % cfg.num_heads:
+                raise ValueError(f"{who} hidden_size {cfg.hidden_size} is not divisible by "
+                                 f"num_heads {cfg.num_heads}")
+        if not 0 < self.generator_size <= 1:
+            raise ValueError(f"model.generator_size must be in (0, 1], got {self.generator_size}")
+        if self.tying not in ("none", "embeddings", "all"):
+            raise ValueError(f"model.tying must be none|embeddings|all, got {self.tying!r}")
+        if self.tying == "all" and self.generator_size != 1.0:
+            raise ValueError("model.tying='all' shares every encoder weight, so it needs "
+                             f"generator_size=1.0 (got {self.generator_size})")
+        if self.attention not in ("sdpa", "reference"):
+            raise ValueError(f"model.attention must be sdpa|reference, got {self.attention!r}")
+
+
+@dataclass
+class ObjectiveConfig:
+    """The replaced-token-detection objective (paper section 2)."""
+
+    mask_prob: float = 0.15
+    # Of the selected positions: 85% -> [MASK], 15% keep the original, 0% random (BERT: 80/10/10).
+    mask_token_prob: float = 0.85
+    random_token_prob: float = 0.0
+    # Official code draws int((mask_prob + 0.005) * n) positions *with replacement* (duplicates
+    # mask fewer distinct tokens, ~17.7 of 19 at n=128). We default to *without* replacement so
+    # that "15%" means 15%; "with_replacement" reproduces the official draw on purpose.
+    mask_sampling: Literal["without_replacement", "with_replacement"] = "without_replacement"
+    gen_weight: float = 1.0
+    disc_weight: float = 50.0  # the paper's lambda
+    temperature: float = 1.0  # Gumbel-max sampling temperature for the generator
+
+    def validate(self) -> None:
+        if not 0 < self.mask_prob < 1:
+            raise ValueError(f"objective.mask_prob must be in (0, 1), got {self.mask_prob}")
+        if self.mask_token_prob < 0 or self.random_token_prob < 0 or \
+                self.mask_token_prob + self.random_token_prob > 1:
+            raise ValueError("objective.mask_token_prob + random_token_prob must lie in [0, 1]")
+        if self.mask_sampling not in ("without_replacement", "with_replacement"):
+            raise ValueError("objective.mask_sampling must be without_replacement|with_replacement,"
+                             f" got {self.mask_sampling!r}")
+        if self.temperature <= 0:
+            raise ValueError(f"objective.temperature must be positive, got {self.temperature}")
+
+
+@dataclass
+class DataConfig:
+    """Where text comes from and how it becomes examples (official ExampleBuilder)."""
+
+    corpus: str = "pydocs"
+    # A vocab.txt path, the word "bert-uncased" (the BERT vocab in the data dir), or None to train
+    # a WordPiece vocabulary of `vocab_size` on the corpus.
+    vocab: str | None = None
+    vocab_size: int = 30522
+    max_seq_len: int = 128
+    short_seq_prob: float = 0.05  # official: 5% of examples get a random target length
+    single_segment_prob: float = 0.1  # official: 10% of examples are one segment
+    held_out_fraction: float = 0.02  # documents held out for evaluation, chosen by hash
+    cache_dir: str | None = None  # default: ~/.cache/minielectra
+    num_workers: int = 0  # processes for tokenisation; 0 = all cores
+
+
+@dataclass
+class TrainConfig:
+    """The official optimisation recipe (``configure_pretraining.py``, ``optimization.py``)."""
+
+    batch_size: int = 128
+    max_steps: int = 1_000_000
+    learning_rate: float = 5e-4
+    warmup_steps: int = 10_000
+    # official: lr = peak * (1 - step/T) * min(1, step/warmup) ("official"); "linear" ramps up to
+    # peak then decays linearly from peak to 0 over the remaining steps.
+    schedule: Literal["official", "linear"] = "official"
+    weight_decay: float = 0.01
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-6
+    bias_correction: bool = False  # the official AdamWeightDecayOptimizer has none
+    grad_clip: float = 1.0
+    grad_accum: int = 1
+    device: str = "auto"
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    compile: bool = False
+    seed: int = 0
+    log_every: int = 10
+    eval_every: int = 0  # 0: only at the end
+    eval_examples: int = 512
+    save_every: int = 0  # 0: only at the end
+    keep_last: int = 2
+    milestones: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5)  # the paper's partial checkpoints
+    max_minutes: float = 0.0  # 0: no wall-clock limit; else stop (and save) after this long
+    out_dir: str = "runs/electra"
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs; written as ``config.json`` next to its outputs."""
+
+    preset: str = "small"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def validate(self) -> "RunConfig":
+        self.model.validate()
+        self.objective.validate()
+        t = self.train
+        if t.learning_rate <= 0:
+            raise ValueError(f"train.learning_rate must be positive, got {t.learning_rate}")
+        for name in ("max_steps", "batch_size", "grad_accum"):
+            if getattr(t, name) <= 0:
+                raise ValueError(f"train.{name} must be positive, got {getattr(t, name)}")
+        if t.warmup_steps < 0:
+            raise ValueError(f"train.warmup_steps must be >= 0, got {t.warmup_steps}")
+        if t.precision not in ("fp32", "bf16", "fp16"):
+            raise ValueError(f"train.precision must be fp32|bf16|fp16, got {t.precision!r}")
+        if self.data.max_seq_len > self.model.max_position_embeddings:
+            raise ValueError(f"data.max_seq_len {self.data.max_seq_len} exceeds "
+                             f"model.max_position_embeddings {self.model.max_position_embeddings}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        return _from_dict(cls, d, prefix="")
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RunConfig":
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e})") from None
+
+
+def _from_dict(cls, d: dict[str, Any], prefix: str):
+    """Build dataclass ``cls`` from a dict, recursing into nested dataclasses; unknown keys fail."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(d) - names
+    if unknown:
+        raise KeyError(f"unknown config key(s) {sorted(prefix + k for k in unknown)}; "
+                       f"valid: {sorted(prefix + n for n in names)}")
+    kwargs = {}
+    for k, v in d.items():
+        if dataclasses.is_dataclass(hints[k]):
+            kwargs[k] = _from_dict(hints[k], v, prefix + k + ".")
+        elif isinstance(v, list):
+            kwargs[k] = tuple(v)
+        else:
+            kwargs[k] = v
+    return cls(**kwargs)
+
+
+# --------------------------------------------------------------------------------------- presets
+# Each preset is a dict of dotted overrides applied to the defaults (= ELECTRA-Small).
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "small": {"train.out_dir": "runs/small"},
+    "small++": {  # released google/electra-small-* checkpoints
+        "model.generator_size": 1.0,
+        "data.vocab": "bert-uncased",
+        "data.max_seq_len": 512,
+        "train.max_steps": 4_000_000,
+        "train.out_dir": "runs/small++",
+    },
+    "base": {
+        "model.embedding_size": 768, "model.hidden_size": 768, "model.num_heads": 12,
+        "model.intermediate_size": 3072, "model.generator_size": 1 / 3,
+        "data.vocab": "bert-uncased", "data.max_seq_len": 512, "train.batch_size": 256,
+        "train.learning_rate": 2e-4, "train.max_steps": 766_000, "train.out_dir": "runs/base",
+    },
+    # CPU presets: tuned for held-out discriminator AUC per wall-clock minute on 2 cores (see
+    # benchmarks/). The objective is the paper's; only size, data and optimisation differ.
+    "nano": {
+        "model.vocab_size": 4096, "data.vocab_size": 4096,
+        "model.embedding_size": 128, "model.hidden_size": 128, "model.num_layers": 2,
+        "model.num_heads": 2, "model.intermediate_size": 512, "model.generator_size": 0.25,
+        "model.max_position_embeddings": 128, "model.dropout": 0.0, "model.attention_dropout": 0.0,
+        "data.corpus": "pydocs", "data.max_seq_len": 64,
+        "train.batch_size": 32, "train.max_steps": 1500, "train.learning_rate": 2e-3,
+        "train.warmup_steps": 100, "train.schedule": "linear", "train.bias_correction": True,
+        "train.log_every": 10, "train.eval_examples": 512, "train.max_minutes": 4.5,
+        "train.out_dir": "runs/nano",
+    },
+    "mini": {
+        "model.vocab_size": 8192, "data.vocab_size": 8192,
+        "model.embedding_size": 128, "model.hidden_size": 256, "model.num_layers": 4,
+        "model.num_heads": 4, "model.intermediate_size": 1024, "model.generator_size": 0.25,
+        "model.max_position_embeddings": 128, "model.dropout": 0.0, "model.attention_dropout": 0.0,
+        "data.corpus": "pretrain-en+pydocs", "data.max_seq_len": 128,
+        "train.batch_size": 32, "train.max_steps": 6000, "train.learning_rate": 1e-3,
+        "train.warmup_steps": 300, "train.schedule": "linear", "train.bias_correction": True,
+        "train.log_every": 20, "train.eval_every": 500, "train.save_every": 500,
+        "train.max_minutes": 60.0, "train.out_dir": "runs/mini",
+    },
+}
+
+
+def preset(name: str) -> RunConfig:
+    """The :class:`RunConfig` of a named preset (see ``PRESETS``)."""
+    if name not in PRESETS:
+        raise KeyError(f"unknown preset {name!r}; valid presets: {sorted(PRESETS)}")
+    cfg = RunConfig(preset=name)
+    overrides = [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in PRESETS[name].items()]
+    return apply_overrides(cfg, overrides)
+
+
+def apply_overrides(cfg: RunConfig, overrides: list[str]) -> RunConfig:
+    """Apply ``section.key=value`` strings, type-checked against the dataclass field types."""
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} is not of the form section.key=value")
+        key, raw = item.split("=", 1)
+        section_name, _, name = key.strip().partition(".")
+        sections = {f.name for f in dataclasses.fields(cfg) if dataclasses.is_dataclass(
+            getattr(cfg, f.name))}
+        if section_name not in sections or not name:
+            raise KeyError(f"unknown config key {key!r}; sections: {sorted(sections)}")
+        section = getattr(cfg, section_name)
+        fields = {f.name: f for f in dataclasses.fields(section)}
+        if name not in fields:
+            raise KeyError(f"unknown config key {key!r}; valid keys: "
+                           f"{sorted(section_name + '.' + n for n in fields)}")
+        hint = typing.get_type_hints(type(section))[name]
+        setattr(section, name, _parse(raw.strip(), hint, key))
+    return cfg
+
+
+def _parse(raw: str, hint: Any, key: str) -> Any:
+    """Turn the text of an override into a value of type ``hint`` or fail naming the key."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if raw.lower() in ("none", "null") and type(None) in args:
+        return None
+    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+        inner = [a for a in args if a is not type(None)]
+        return _parse(raw, inner[0], key)
+    if origin is Literal:
+        value = raw.strip("'\"")
+        if value not in args:
+            raise ValueError(f"{key} must be one of {list(args)}, got {value!r}")
+        return value
+    if origin is tuple:
+        parts = [p for p in raw.strip("()[] ").split(",") if p.strip()]
+        return tuple(_parse(p.strip(), args[0], key) for p in parts)
+    try:
+        if hint is bool:
+            if raw.lower() in ("true", "1", "yes"):
+                return True
+            if raw.lower() in ("false", "0", "no"):
+                return False
+            raise ValueError
+        if hint is int:
+            f = float(raw)
+            if f != int(f):
+                raise ValueError
+            return int(f)
+        if hint is float:
+            return float(raw)
+        if hint is str:
+            return raw.strip("'\"")
+    except ValueError:
+        raise ValueError(f"{key} expects {getattr(hint, '__name__', hint)}, got {raw!r}") from None
+    raise TypeError(f"cannot parse {key} of type {hint}")

@@ -1,0 +1,292 @@
+"""ELECTRA: replaced token detection (Clark, Luong, Le, Manning, ICLR 2020).
+
+Read top to bottom, this file is the paper's section 2:
+
+1. **Mask** about 15% of the tokens (:func:`mask_tokens`).
+2. A small **generator**, a masked language model, predicts the originals at the masked
+   positions (:class:`Generator`), trained with the usual MLM cross-entropy.
+3. **Sample** a replacement for each masked token from the generator's softmax
+   (:func:`gumbel_max_sample`); no gradient flows back through the sample.
+4. Put the samples into the original text (:func:`replace_tokens`): some are the original token
+   again (those count as *original*), the rest are plausible fakes.
+5. The **discriminator** (:class:`Discriminator`) labels *every* token as original or replaced.
+   Its loss is over all tokens, not 15%, which is where ELECTRA's efficiency comes from.
+6. Train both at once on ``L_MLM + 50 * L_Disc`` (:class:`Electra`). Only the discriminator is
+   kept for fine-tuning.
+
+Facts about the official implementation (google-research/electra) are cited where they are used;
+see ``ELECTRA_REFERENCE.md`` section 1. Axis letters: b batch, n sequence, p masked slots per
+sequence, d width, v vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import ModelConfig, ObjectiveConfig
+from .transformer import Embeddings, Encoder, init_weights
+
+# ----------------------------------------------------------------------------- 1. masking
+
+
+@dataclass
+class MaskedInputs:
+    """The masked copy of a batch and where it was masked."""
+
+    input_ids: torch.Tensor  # (b, n) with [MASK] at most selected positions
+    positions: torch.Tensor  # (b, p) selected positions; slots with weight 0 are unused
+    weights: torch.Tensor  # (b, p) 1.0 for a used slot, 0.0 for an unused one
+    targets: torch.Tensor  # (b, p) the original ids at `positions`
+
+
+def max_predictions(seq_len: int, mask_prob: float) -> int:
+    """Masked slots per sequence: ``int((mask_prob + 0.005) * n)``, 19 at n=128 (official)."""
+    return max(1, int((mask_prob + 0.005) * seq_len))
+
+
+def _scatter(x: torch.Tensor, positions: torch.Tensor, values: torch.Tensor,
+             active: torch.Tensor) -> torch.Tensor:
+    """Write ``values`` (b, p) into ``x`` (b, n) at ``positions`` where ``active``.
+
+    Inactive slots write into a spare column that is then dropped, so shapes stay static (one
+    torch.compile graph). Two active slots on one position (only with replacement) receive the
+    integer mean of their values, which is what the official ``scatter_update`` does.
+    """
+    b, n = x.shape
+    spare = torch.full_like(positions, n)
+    idx = torch.where(active, positions, spare)
+    padded = torch.cat([x, x[:, :1]], dim=1)  # (b, n + 1)
+    out = padded.scatter_reduce(1, idx, values.to(x.dtype), reduce="mean", include_self=False)
+    return out[:, :n]
+
+
+def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, cfg: ModelConfig,
+                obj: ObjectiveConfig, *, generator: torch.Generator | None = None) -> MaskedInputs:
+    """Choose positions to mask and replace most of them with [MASK] (official ``mask()``).
+
+    Per sequence, ``round(mask_prob * non-padding tokens)`` positions (at least 1, at most
+    :func:`max_predictions`) are drawn among the candidates: every real token except [CLS],
+    [SEP] and [MASK]. Of these, ``mask_token_prob`` become [MASK], ``random_token_prob`` a random
+    token and the rest keep their original id (official 85/0/15; BERT 80/10/10).
+    """
+    b, n = input_ids.shape
+    p = max_predictions(n, obj.mask_prob)
+    device = input_ids.device
+    specials = torch.tensor([cfg.cls_token_id, cfg.sep_token_id, cfg.mask_token_id,
+                             cfg.pad_token_id], device=device)
+    candidates = attention_mask.bool() & ~torch.isin(input_ids, specials)  # (b, n)
+    num_tokens = attention_mask.sum(-1).float()  # the official count includes [CLS] and [SEP]
+    count = torch.round(num_tokens * obj.mask_prob).long().clamp(1, p)  # (b,)
+
+    if obj.mask_sampling == "with_replacement":
+        # The official code draws p positions from a categorical over candidates, so the same
+        # position can come twice: fewer distinct tokens are masked than `count` says.
+        probs = candidates.float() + (~candidates.any(-1, keepdim=True)).float()  # no NaN rows
+        positions = torch.multinomial(probs, p, replacement=True, generator=generator)
+    else:
+        # Random scores, candidates first: the top p are a uniform sample without replacement.
+        scores = torch.rand(b, n, device=device, generator=generator)
+        scores = scores.masked_fill(~candidates, -1.0)
+        positions = scores.topk(p, dim=-1).indices  # (b, p)
+        count = torch.minimum(count, candidates.sum(-1))
+    slot = torch.arange(p, device=device)
+    used = (slot[None, :] < count[:, None]) & candidates.gather(1, positions)  # (b, p)
+
+    u = torch.rand(b, p, device=device, generator=generator)
+    to_mask = used & (u < obj.mask_token_prob)
+    to_random = used & (u >= obj.mask_token_prob) & (u < obj.mask_token_prob + obj.random_token_prob)
+    random_ids = torch.randint(cfg.vocab_size, (b, p), device=device, generator=generator)
+    masked = _scatter(input_ids, positions, torch.full_like(positions, cfg.mask_token_id), to_mask)
+    masked = _scatter(masked, positions, random_ids, to_random)
+    return MaskedInputs(masked, positions, used.float(), input_ids.gather(1, positions))
+
+
+# ------------------------------------------------------------------- 2. the generator (an MLM)
+
+
+class Generator(nn.Module):
+    """A narrow BERT with an MLM head whose output matrix *is* the word-embedding matrix."""
+
+    def __init__(self, cfg: ModelConfig, *, encoder: Encoder | None = None,
+                 embeddings: Embeddings | None = None):
+        super().__init__()
+        self.encoder = encoder if encoder is not None else Encoder(cfg, embeddings=embeddings)
+        self.head_dense = nn.Linear(cfg.hidden_size, cfg.embedding_size)
+        self.head_norm = nn.LayerNorm(cfg.embedding_size, eps=cfg.layer_norm_eps)
+        self.output_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+
+    def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``(..., d_g)`` hidden states -> ``(..., v)`` vocabulary logits."""
+        h = self.head_norm(F.gelu(self.head_dense(hidden)))  # (..., embedding_size)
+        return h @ self.encoder.embeddings.word.weight.T + self.output_bias
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits over the vocabulary at every position: ``(b, n, v)``."""
+        return self.mlm_logits(self.encoder(input_ids, attention_mask, token_type_ids))
+
+
+# ------------------------------------------------------------------------------ 3. sampling
+
+
+def gumbel_max_sample(logits: torch.Tensor, *, temperature: float = 1.0,
+                      generator: torch.Generator | None = None) -> torch.Tensor:
+    """One sample per row of ``softmax(logits / temperature)`` by the Gumbel-max trick.
+
+    ``argmax(logits + g)`` with ``g = -log(-log(u))``, ``u ~ U(0, 1)`` is an exact sample. It
+    runs in float32: in half precision the noise is too coarse (a known PyTorch fp16 Gumbel bug)
+    and rare tokens are never drawn. The ``1e-9`` terms are the official code's.
+    """
+    logits = logits.detach().float() / temperature  # no gradient through the sample
+    u = torch.rand(logits.shape, device=logits.device, generator=generator)
+    gumbel = -torch.log(-torch.log(u + 1e-9) + 1e-9)
+    return (logits + gumbel).argmax(dim=-1)
+
+
+# ------------------------------------------------------------------------ 4. replacing tokens
+
+
+def replace_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, masked: MaskedInputs,
+                   sampled: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Put the generator's samples ``(b, p)`` into the *original* ids.
+
+    Returns ``(corrupted_ids, is_replaced)``, both ``(b, n)``. A sample equal to the original is
+    labelled original: the paper found this "moderately improves results" (section 2).
+    """
+    corrupted = _scatter(input_ids, masked.positions, sampled, masked.weights.bool())
+    is_replaced = (corrupted != input_ids) & attention_mask.bool()
+    return corrupted, is_replaced
+
+
+# ------------------------------------------------------------------------ 5. the discriminator
+
+
+class Discriminator(nn.Module):
+    """A BERT encoder with a per-token head: dense -> GELU -> dense(1) = logit of "replaced"."""
+
+    def __init__(self, cfg: ModelConfig, *, embeddings: Embeddings | None = None):
+        super().__init__()
+        self.encoder = Encoder(cfg, embeddings=embeddings)
+        self.head_dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.head_out = nn.Linear(cfg.hidden_size, 1)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-token logits of P(replaced): ``(b, n)``."""
+        h = self.encoder(input_ids, attention_mask, token_type_ids)  # (b, n, d)
+        return self.head_out(F.gelu(self.head_dense(h))).squeeze(-1)
+
+
+# ------------------------------------------------------------------------- 6. the objective
+
+
+@dataclass
+class ElectraOutput:
+    """Everything one forward pass computed: losses, metrics, and per-token views."""
+
+    loss: torch.Tensor  # gen_weight * gen_loss + disc_weight * disc_loss
+    gen_loss: torch.Tensor
+    disc_loss: torch.Tensor
+    metrics: dict[str, torch.Tensor] = field(default_factory=dict)  # detached scalars
+    corrupted_ids: torch.Tensor | None = None  # (b, n) what the discriminator saw
+    is_replaced: torch.Tensor | None = None  # (b, n) bool labels
+    disc_logits: torch.Tensor | None = None  # (b, n)
+    masked: MaskedInputs | None = None
+    gen_logits: torch.Tensor | None = None  # (b, p, v) at the masked slots
+    sampled_ids: torch.Tensor | None = None  # (b, p)
+
+
+class Electra(nn.Module):
+    """Generator + discriminator + the ELECTRA objective; ``forward`` returns the training loss."""
+
+    def __init__(self, config: ModelConfig, objective: ObjectiveConfig | None = None):
+        super().__init__()
+        config.validate()
+        self.config = config
+        self.objective = objective or ObjectiveConfig()
+        self.tokenizer = None  # attached by from_pretrained when the checkpoint has one
+        self.discriminator = Discriminator(config)
+        shared = self.discriminator.encoder.embeddings
+        gen_cfg = config.generator()
+        if config.tying == "all":  # one encoder for both; only the heads differ
+            self.generator = Generator(gen_cfg, encoder=self.discriminator.encoder)
+        elif config.tying == "embeddings":  # paper default: word, position, segment + LayerNorm
+            self.generator = Generator(gen_cfg, embeddings=shared)
+        else:
+            self.generator = Generator(gen_cfg)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init_weights(self, self.config.initializer_range)
+        # The official code leaves these two at TF's default, Glorot uniform.
+        for m in (self.discriminator.encoder.embed_proj, self.generator.encoder.embed_proj,
+                  self.discriminator.head_out):
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, *,
+                generator: torch.Generator | None = None) -> ElectraOutput:
+        if attention_mask is None:
+            attention_mask = input_ids != self.config.pad_token_id
+        obj = self.objective
+        masked = mask_tokens(input_ids, attention_mask, self.config, obj, generator=generator)
+
+        # The generator predicts the originals; vocabulary logits only at the p masked slots
+        # (a 1/7 of the positions), which saves most of the output projection's cost.
+        gen_hidden = self.generator.encoder(masked.input_ids, attention_mask, token_type_ids)
+        slots = masked.positions[..., None].expand(-1, -1, gen_hidden.shape[-1])
+        gen_logits = self.generator.mlm_logits(gen_hidden.gather(1, slots))  # (b, p, v)
+        token_ce = F.cross_entropy(gen_logits.float().transpose(1, 2), masked.targets,
+                                   reduction="none")  # (b, p)
+        gen_loss = (token_ce * masked.weights).sum() / (masked.weights.sum() + 1e-6)
+
+        sampled = gumbel_max_sample(gen_logits, temperature=obj.temperature, generator=generator)
+        corrupted, is_replaced = replace_tokens(input_ids, attention_mask, masked, sampled)
+
+        disc_logits = self.discriminator(corrupted, attention_mask, token_type_ids)  # (b, n)
+        weights = attention_mask.float()  # every real token, [CLS] and [SEP] included
+        token_bce = F.binary_cross_entropy_with_logits(disc_logits.float(), is_replaced.float(),
+                                                       reduction="none")
+        disc_loss = (token_bce * weights).sum() / (weights.sum() + 1e-6)
+
+        loss = obj.gen_weight * gen_loss + obj.disc_weight * disc_loss
+        metrics = _metrics(gen_logits, masked, disc_logits, is_replaced, attention_mask)
+        return ElectraOutput(loss, gen_loss, disc_loss, metrics, corrupted, is_replaced,
+                             disc_logits, masked, gen_logits, sampled)
+
+    # ---------------------------------------------------------------------- checkpoints
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> "Electra":
+        """Load a minielectra checkpoint directory or a transformers ELECTRA directory."""
+        from .checkpoint import load_pretrained
+        return load_pretrained(path)
+
+    def save_pretrained(self, path: str | Path) -> Path:
+        """Write minielectra's format: ``model.safetensors``, ``config.json``, tokenizer."""
+        from .checkpoint import save_pretrained
+        return save_pretrained(self, path)
+
+
+@torch.no_grad()
+def _metrics(gen_logits, masked, disc_logits, is_replaced, attention_mask) -> dict:
+    """Detached scalar tensors (no host sync here; callers call ``float()`` when they log)."""
+    w = masked.weights
+    gen_correct = (gen_logits.argmax(-1) == masked.targets).float()
+    real = attention_mask.bool()
+    pred = disc_logits > 0
+    tp = (pred & is_replaced).sum().float()
+    n_real = real.sum().float().clamp_min(1)
+    return {
+        "gen_accuracy": (gen_correct * w).sum() / w.sum().clamp_min(1),
+        "disc_accuracy": ((pred == is_replaced) & real).sum() / n_real,
+        "disc_precision": tp / (pred & real).sum().clamp_min(1),
+        "disc_recall": tp / is_replaced.sum().clamp_min(1),
+        "replaced_fraction": is_replaced.sum() / n_real,
+        "masked_fraction": w.sum() / n_real,
+    }

@@ -1,0 +1,97 @@
+"""The BERT encoder that both ELECTRA networks use (Devlin et al. 2019; Clark et al. 2020, sec. 3).
+
+Leaves first: :class:`Embeddings` (word + position + segment, LayerNorm, dropout), :class:`Block`
+(post-LN: ``x = LN(x + Attn(x)); x = LN(x + FFN(x))``, exact GELU), then :class:`Encoder`, which
+projects embeddings to the hidden width when they differ (ELECTRA-Small: 128 -> 256) and runs the
+blocks. The embeddings module is passed in, so the generator and the discriminator can hold the
+very same one (weight tying, paper section 3.2).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadAttention, padding_mask
+from .config import ModelConfig
+
+
+class Embeddings(nn.Module):
+    """Token ids -> ``(b, n, embedding_size)``: word + position + segment, then LayerNorm."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        # No padding_idx: the official TF model has none (transformers sets 0; it only affects init).
+        self.word = nn.Embedding(cfg.vocab_size, cfg.embedding_size)
+        self.position = nn.Embedding(cfg.max_position_embeddings, cfg.embedding_size)
+        self.segment = nn.Embedding(cfg.type_vocab_size, cfg.embedding_size)
+        self.norm = nn.LayerNorm(cfg.embedding_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, input_ids: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        n = input_ids.shape[1]
+        if n > self.position.num_embeddings:
+            raise ValueError(f"sequence length {n} exceeds max_position_embeddings "
+                             f"{self.position.num_embeddings}")
+        positions = torch.arange(n, device=input_ids.device)  # (n,) broadcast over the batch
+        x = self.word(input_ids) + self.position(positions)
+        if token_type_ids is None:
+            x = x + self.segment.weight[0]  # every token in segment 0
+        else:
+            x = x + self.segment(token_type_ids)
+        return self.dropout(self.norm(x))  # (b, n, embedding_size)
+
+
+class Block(nn.Module):
+    """One post-LN transformer layer, as BERT and ELECTRA have it."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        d = cfg.hidden_size
+        self.attn = MultiHeadAttention(d, cfg.num_heads, dropout=cfg.attention_dropout,
+                                       impl=cfg.attention)
+        self.attn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        self.ffn_in = nn.Linear(d, cfg.intermediate_size)
+        self.ffn_out = nn.Linear(cfg.intermediate_size, d)
+        self.ffn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.attn_norm(x + self.dropout(self.attn(x, mask)))  # (b, n, d)
+        h = F.gelu(self.ffn_in(x))  # exact (erf) GELU, as the official code
+        return self.ffn_norm(x + self.dropout(self.ffn_out(h)))  # (b, n, d)
+
+
+class Encoder(nn.Module):
+    """Embeddings -> optional projection -> ``num_layers`` blocks -> ``(b, n, hidden_size)``."""
+
+    def __init__(self, cfg: ModelConfig, *, embeddings: Embeddings | None = None):
+        super().__init__()
+        self.embeddings = embeddings if embeddings is not None else Embeddings(cfg)
+        # Each network keeps its own projection even when embeddings are shared (official code).
+        self.embed_proj = (nn.Linear(cfg.embedding_size, cfg.hidden_size)
+                           if cfg.embedding_size != cfg.hidden_size else nn.Identity())
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.embed_proj(self.embeddings(input_ids, token_type_ids))  # (b, n, d)
+        mask = padding_mask(attention_mask)  # (b, 1, 1, n) or None
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+def init_weights(module: nn.Module, std: float = 0.02) -> None:
+    """BERT initialisation: truncated normal (std 0.02, cut at 2 std) for dense and embedding
+    weights, zero biases, unit LayerNorm. Glorot layers are re-initialised by their owners."""
+    for m in module.modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.trunc_normal_(m.weight, std=std, a=-2 * std, b=2 * std)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
