@@ -1,0 +1,135 @@
+"""``minielectra <command>``: a thin argparse layer; each command is one library function.
+
+==========  ===============================================  =================================
+command     library function                                 prints
+==========  ===============================================  =================================
+pretrain    :func:`minielectra.train.pretrain`                held-out metrics, checkpoint path
+evaluate    :func:`minielectra.evaluate.evaluate`             JSON metrics
+finetune    :func:`minielectra.finetune.finetune`             JSON score(s)
+glue        :func:`minielectra.finetune.run_glue`             JSON + table
+convert     :func:`minielectra.hf.convert`                    the output directory
+==========  ===============================================  =================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from .config import PRESETS, apply_overrides, preset
+
+
+def pretrain_config(args: argparse.Namespace):
+    """The run config of ``minielectra pretrain``: preset, then flags, then ``--set``."""
+    cfg = preset(args.preset)
+    flags = {"data.corpus": args.corpus, "train.out_dir": args.out,
+             "train.max_steps": args.max_steps, "train.device": args.device,
+             "train.precision": args.precision, "train.seed": args.seed,
+             "train.compile": True if args.compile else None}
+    overrides = [f"{k}={v}" for k, v in flags.items() if v is not None]
+    return apply_overrides(cfg, overrides + list(args.set)).validate()
+
+
+def cmd_pretrain(args) -> dict:
+    from .train import pretrain
+    return pretrain(pretrain_config(args), resume=args.resume)
+
+
+def cmd_evaluate(args) -> dict:
+    from .evaluate import evaluate
+    return evaluate(args.checkpoint, corpus=args.corpus, max_examples=args.max_examples)
+
+
+def cmd_finetune(args) -> dict:
+    from .finetune import finetune
+    return finetune(args.checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
+                    overrides=args.set)
+
+
+def cmd_glue(args) -> dict:
+    from .finetune import run_glue
+    return run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, out=args.out,
+                    overrides=args.set)
+
+
+def cmd_convert(args) -> dict:
+    from .hf import convert
+    direction = "from_hf" if args.from_hf else "to_hf"
+    out = convert(args.from_hf or args.to_hf, args.out, direction=direction)
+    return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="minielectra", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sets = dict(action="append", default=[], metavar="SECTION.KEY=VALUE",
+                help="override any config value (repeatable)")
+
+    p = sub.add_parser("pretrain", help="pre-train an ELECTRA model")
+    p.add_argument("--preset", default="nano", help=f"one of {sorted(PRESETS)} (default nano)")
+    p.add_argument("--corpus", help="pydocs, pretrain-en, wikitext-2, hf:NAME[:CONFIG], a path...")
+    p.add_argument("--out", help="run directory (checkpoints, metrics.jsonl, config.json)")
+    p.add_argument("--max-steps", type=int)
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    p.add_argument("--set", **sets)
+    p.set_defaults(func=cmd_pretrain)
+
+    p = sub.add_parser("evaluate", help="held-out discriminator and generator metrics (JSON)")
+    p.add_argument("--checkpoint", default="bundled", help="a checkpoint dir, or 'bundled'")
+    p.add_argument("--corpus", help="default: the checkpoint's own held-out split")
+    p.add_argument("--max-examples", type=int)
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("finetune", help="fine-tune on one GLUE task (JSON)")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--task", required=True)
+    p.add_argument("--out")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, default=1, help="runs; the median is the score")
+    p.add_argument("--set", **sets)
+    p.set_defaults(func=cmd_finetune)
+
+    p = sub.add_parser("glue", help="fine-tune on several GLUE tasks, paper-style table")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--tasks", nargs="+")
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--out")
+    p.add_argument("--set", **sets)
+    p.set_defaults(func=cmd_glue)
+
+    p = sub.add_parser("convert", help="convert to or from transformers' ELECTRA format")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--from-hf", metavar="SRC", help="a transformers ELECTRA directory")
+    g.add_argument("--to-hf", metavar="SRC", help="a minielectra checkpoint directory")
+    p.add_argument("--out", required=True, metavar="DST")
+    p.set_defaults(func=cmd_convert)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        result = args.func(args)
+    except (KeyError, ValueError, FileNotFoundError, RuntimeError) as e:
+        # Bad input is the user's to fix: one clear line, no traceback (-v shows it).
+        if args.verbose:
+            raise
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"minielectra {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+    if result is not None:
+        print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Config: presets, dotted overrides with type checks, JSON round trip, early refusals."""
+
+import pytest
+
+from minielectra.cli import build_parser, pretrain_config
+from minielectra.config import PRESETS, RunConfig, apply_overrides, preset
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_is_valid_and_round_trips(name, tmp_path):
+    cfg = preset(name).validate()
+    cfg.save(tmp_path / "c.json")
+    assert RunConfig.load(tmp_path / "c.json") == cfg
+
+
+def test_small_is_the_paper_and_small_pp_the_released_shape():
+    s = preset("small")
+    assert (s.model.hidden_size, s.model.num_layers, s.model.num_heads, s.model.embedding_size,
+            s.model.intermediate_size, s.model.generator_size) == (256, 12, 4, 128, 1024, 0.25)
+    assert (s.train.learning_rate, s.train.warmup_steps, s.train.batch_size, s.train.max_steps,
+            s.objective.disc_weight, s.train.adam_eps) == (5e-4, 10_000, 128, 1_000_000, 50.0, 1e-6)
+    pp = preset("small++")
+    assert pp.model.generator().hidden_size == 256 and pp.data.max_seq_len == 512
+
+
+def test_overrides_are_typed():
+    cfg = apply_overrides(preset("nano"), ["train.max_steps=20", "model.dropout=0.2",
+                                           "train.compile=true", "data.vocab=none",
+                                           "train.milestones=0.5,1.0"])
+    assert cfg.train.max_steps == 20 and cfg.model.dropout == 0.2 and cfg.train.compile is True
+    assert cfg.data.vocab is None and cfg.train.milestones == (0.5, 1.0)
+
+
+@pytest.mark.parametrize("override, error, words", [
+    ("train.max_stepz=3", KeyError, "train.max_steps"),       # names the valid keys
+    ("trian.max_steps=3", KeyError, "sections"),
+    ("train.max_steps=ten", ValueError, "train.max_steps expects int"),
+    ("train.max_steps=2.5", ValueError, "expects int"),
+    ("train.precision=fp8", ValueError, "fp32"),
+    ("train.compile=maybe", ValueError, "expects bool"),
+    ("max_steps", ValueError, "section.key=value"),
+])
+def test_bad_overrides_name_the_key(override, error, words):
+    with pytest.raises(error, match=words):
+        apply_overrides(preset("nano"), [override])
+
+
+@pytest.mark.parametrize("override, words", [
+    ("train.learning_rate=-1", "learning_rate must be positive"),
+    ("train.learning_rate=0", "learning_rate must be positive"),
+    ("train.max_steps=0", "max_steps must be positive"),
+    ("model.num_heads=3", "not divisible"),
+    ("data.max_seq_len=4096", "max_position_embeddings"),
+])
+def test_bad_values_are_refused_early(override, words):
+    with pytest.raises(ValueError, match=words):
+        apply_overrides(preset("nano"), [override]).validate()
+
+
+def test_unknown_preset_lists_the_valid_ones():
+    with pytest.raises(KeyError, match="nano"):
+        preset("tiny")
+
+
+def test_cli_flags_become_overrides():
+    args = build_parser().parse_args(["pretrain", "--preset", "nano", "--max-steps", "7",
+                                      "--corpus", "pretrain-en", "--seed", "3",
+                                      "--set", "train.batch_size=4"])
+    cfg = pretrain_config(args)
+    assert (cfg.train.max_steps, cfg.data.corpus, cfg.train.seed, cfg.train.batch_size) == \
+        (7, "pretrain-en", 3, 4)

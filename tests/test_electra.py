@@ -1,0 +1,279 @@
+"""The ELECTRA objective: masking, sampling, replacement, losses, gradients and tying."""
+
+import math
+
+import pytest
+import torch
+
+from minielectra.config import ModelConfig, ObjectiveConfig, preset
+from minielectra.electra import (Electra, gumbel_max_sample, mask_tokens, max_predictions,
+                                 replace_tokens)
+
+CLS, SEP, MASK, PAD = 2, 3, 4, 0
+
+
+def tiny_config(**kw) -> ModelConfig:
+    base = dict(vocab_size=64, embedding_size=16, hidden_size=32, num_layers=2, num_heads=4,
+                intermediate_size=64, max_position_embeddings=64, dropout=0.0,
+                attention_dropout=0.0, generator_size=0.5, pad_token_id=PAD,
+                cls_token_id=CLS, sep_token_id=SEP, mask_token_id=MASK)
+    base.update(kw)
+    return ModelConfig(**base)
+
+
+def batch(b=8, n=32, vocab=64, seed=0, pad_from=None):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, vocab, (b, n), generator=g)
+    ids[:, 0] = CLS
+    ids[:, n // 2] = SEP
+    ids[:, -1] = SEP
+    am = torch.ones_like(ids)
+    if pad_from is not None:
+        ids[: b // 2, pad_from:] = PAD
+        ids[: b // 2, pad_from - 1] = SEP
+        am[: b // 2, pad_from:] = 0
+    return ids, am
+
+
+# ------------------------------------------------------------------------------------ masking
+
+def test_max_predictions_matches_official():
+    assert max_predictions(128, 0.15) == 19
+    assert max_predictions(512, 0.15) == 79
+
+
+@pytest.mark.parametrize("sampling", ["without_replacement", "with_replacement"])
+def test_masking_never_selects_special_or_padding(sampling):
+    cfg = tiny_config()
+    obj = ObjectiveConfig(mask_sampling=sampling)
+    ids, am = batch(b=64, n=32, pad_from=20)
+    ids[:, 5] = MASK  # an existing [MASK] is not a candidate either
+    g = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        m = mask_tokens(ids, am, cfg, obj, generator=g)
+        used_pos = m.positions[m.weights.bool()]
+        rows = torch.arange(64)[:, None].expand_as(m.positions)[m.weights.bool()]
+        orig = ids[rows, used_pos]
+        assert not torch.isin(orig, torch.tensor([CLS, SEP, MASK, PAD])).any()
+        assert am[rows, used_pos].all()
+        changed = m.input_ids != ids
+        assert not (changed & ~am.bool()).any()
+        assert (ids[changed] != MASK).all()
+
+
+def test_masking_rate_and_85_15_0_split():
+    """Closed form: round(0.15 * tokens) distinct positions; 85% [MASK], 15% kept, 0% random."""
+    cfg = tiny_config()
+    obj = ObjectiveConfig()
+    n = 128
+    ids, am = batch(b=256, n=n, vocab=64, seed=1)
+    g = torch.Generator().manual_seed(1)
+    masked = kept = random = used = 0
+    for _ in range(8):
+        m = mask_tokens(ids, am, cfg, obj, generator=g)
+        w = m.weights.bool()
+        # exactly round(0.15 * 128) = 19 distinct positions per sequence without replacement
+        assert (m.weights.sum(-1) == round(0.15 * n)).all()
+        new = m.input_ids.gather(1, m.positions)[w]
+        tgt = m.targets[w]
+        masked += (new == MASK).sum().item()
+        kept += (new == tgt).sum().item()
+        random += ((new != MASK) & (new != tgt)).sum().item()
+        used += w.sum().item()
+    p_mask = masked / used
+    sd = math.sqrt(0.85 * 0.15 / used)
+    assert abs(p_mask - 0.85) < 5 * sd, p_mask
+    assert random == 0
+    assert masked + kept == used
+
+
+def test_bert_style_random_tokens_when_asked():
+    cfg = tiny_config()
+    obj = ObjectiveConfig(mask_token_prob=0.8, random_token_prob=0.1)
+    ids, am = batch(b=256, n=64, seed=2)
+    m = mask_tokens(ids, am, cfg, obj, generator=torch.Generator().manual_seed(0))
+    w = m.weights.bool()
+    new = m.input_ids.gather(1, m.positions)[w]
+    frac_mask = (new == MASK).float().mean().item()
+    frac_diff = ((new != MASK) & (new != m.targets[w])).float().mean().item()
+    n = w.sum().item()
+    assert abs(frac_mask - 0.8) < 5 * math.sqrt(0.16 / n)
+    # a random token equals the original 1/64 of the time
+    assert abs(frac_diff - 0.1 * 63 / 64) < 5 * math.sqrt(0.09 / n)
+
+
+def test_with_replacement_reproduces_official_duplicates():
+    """Drawing 19 of ~126 candidates with replacement repeats one in ~77% of sequences."""
+    cfg = tiny_config(vocab_size=64)
+    obj = ObjectiveConfig(mask_sampling="with_replacement")
+    ids, am = batch(b=2000, n=128, seed=3)
+    m = mask_tokens(ids, am, cfg, obj, generator=torch.Generator().manual_seed(0))
+    distinct = torch.tensor([len(set(row.tolist())) for row in m.positions])
+    has_dup = (distinct < 19).float().mean().item()
+    c = 125  # candidates: 128 minus [CLS] and two [SEP]
+    p_no_dup = math.prod((c - i) / c for i in range(19))
+    assert abs(has_dup - (1 - p_no_dup)) < 0.04, (has_dup, 1 - p_no_dup)
+    expected_distinct = c * (1 - (1 - 1 / c) ** 19)
+    assert abs(distinct.float().mean().item() - expected_distinct) < 0.1
+
+
+def test_same_seed_same_mask():
+    cfg, obj = tiny_config(), ObjectiveConfig()
+    ids, am = batch()
+    m1 = mask_tokens(ids, am, cfg, obj, generator=torch.Generator().manual_seed(7))
+    m2 = mask_tokens(ids, am, cfg, obj, generator=torch.Generator().manual_seed(7))
+    m3 = mask_tokens(ids, am, cfg, obj, generator=torch.Generator().manual_seed(8))
+    assert torch.equal(m1.input_ids, m2.input_ids) and torch.equal(m1.positions, m2.positions)
+    assert not torch.equal(m1.input_ids, m3.input_ids)
+
+
+# ----------------------------------------------------------------------------------- sampling
+
+def test_gumbel_max_follows_softmax():
+    """Chi-square goodness of fit of 200k Gumbel-max draws against softmax(logits / T)."""
+    logits = torch.tensor([2.0, 1.0, 0.0, -1.0, 0.5, -3.0])
+    for temperature in (1.0, 0.5):
+        draws = 200_000
+        g = torch.Generator().manual_seed(0)
+        s = gumbel_max_sample(logits.expand(draws, -1), temperature=temperature, generator=g)
+        counts = torch.bincount(s, minlength=6).double()
+        expected = torch.softmax(logits.double() / temperature, -1) * draws
+        chi2 = ((counts - expected) ** 2 / expected).sum().item()
+        assert chi2 < 20.5, chi2  # chi-square 5 dof, p = 0.001
+
+
+def test_gumbel_sampling_runs_in_float32_for_half_logits():
+    logits = torch.zeros(4, 10, dtype=torch.bfloat16, requires_grad=True)
+    s = gumbel_max_sample(logits, generator=torch.Generator().manual_seed(0))
+    assert s.dtype == torch.int64 and not s.requires_grad
+
+
+def test_sample_equal_to_original_is_labelled_original():
+    cfg, obj = tiny_config(), ObjectiveConfig()
+    ids, am = batch(b=4, n=16)
+    m = mask_tokens(ids, am, cfg, obj, generator=torch.Generator().manual_seed(0))
+    sampled = m.targets.clone()
+    sampled[:, 0] = (m.targets[:, 0] + 1) % 64  # one real replacement per row (slot 0 is used)
+    corrupted, is_replaced = replace_tokens(ids, am, m, sampled)
+    assert torch.equal(is_replaced.sum(-1), torch.ones(4, dtype=torch.long))
+    assert torch.equal(corrupted[is_replaced], sampled[:, 0])
+    assert torch.equal(corrupted[~is_replaced], ids[~is_replaced])
+
+
+# ------------------------------------------------------------------------------ the objective
+
+def test_loss_is_mlm_plus_50_bce_over_every_real_token():
+    torch.manual_seed(0)
+    model = Electra(tiny_config()).eval()
+    ids, am = batch(pad_from=20)
+    out = model(ids, am, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(out.loss, out.gen_loss + 50 * out.disc_loss)
+    # recompute the discriminator loss by hand over non-padding tokens, [CLS]/[SEP] included
+    logits = model.discriminator(out.corrupted_ids, am)
+    y = out.is_replaced.float()
+    bce = -(y * torch.log(torch.sigmoid(logits)) + (1 - y) * torch.log(1 - torch.sigmoid(logits)))
+    torch.testing.assert_close(out.disc_loss, bce[am.bool()].mean(), rtol=1e-5, atol=1e-6)
+    # the generator loss: cross-entropy of the full-position generator at the used slots
+    full = model.generator(out.masked.input_ids, am)  # (b, n, v)
+    w = out.masked.weights.bool()
+    rows = torch.arange(ids.shape[0])[:, None].expand_as(out.masked.positions)
+    picked = full[rows[w], out.masked.positions[w]]
+    ce = torch.nn.functional.cross_entropy(picked, out.masked.targets[w])
+    torch.testing.assert_close(out.gen_loss, ce, rtol=1e-5, atol=1e-6)
+    for k in ("gen_accuracy", "disc_accuracy", "disc_precision", "disc_recall",
+              "replaced_fraction"):
+        assert 0 <= float(out.metrics[k]) <= 1
+
+
+def generator_only_params(model):
+    disc = {id(p) for p in model.discriminator.parameters()}
+    return [(n, p) for n, p in model.generator.named_parameters() if id(p) not in disc]
+
+
+def test_discriminator_loss_puts_no_gradient_on_the_generator():
+    torch.manual_seed(0)
+    model = Electra(tiny_config())
+    ids, am = batch()
+    out = model(ids, am, generator=torch.Generator().manual_seed(0))
+    out.disc_loss.backward()
+    gen_only = generator_only_params(model)
+    assert gen_only, "the generator has parameters of its own"
+    for name, p in gen_only:
+        assert p.grad is None or p.grad.abs().max() == 0, name
+    assert model.discriminator.head_out.weight.grad.abs().max() > 0
+
+
+def test_shared_embeddings_receive_both_losses():
+    torch.manual_seed(0)
+    model = Electra(tiny_config())
+    ids, am = batch()
+    word = model.discriminator.encoder.embeddings.word.weight
+    grads = {}
+    for name in ("gen_loss", "disc_loss"):
+        model.zero_grad()
+        out = model(ids, am, generator=torch.Generator().manual_seed(0))
+        getattr(out, name).backward()
+        grads[name] = word.grad.clone()
+    assert grads["gen_loss"].abs().sum() > 0 and grads["disc_loss"].abs().sum() > 0
+
+
+@pytest.mark.parametrize("tying", ["none", "embeddings", "all"])
+def test_tying_options(tying):
+    cfg = tiny_config(tying=tying, generator_size=1.0 if tying == "all" else 0.5)
+    model = Electra(cfg)
+    g, d = model.generator.encoder, model.discriminator.encoder
+    same_emb = g.embeddings.word.weight is d.embeddings.word.weight
+    assert same_emb == (tying != "none")
+    if tying != "none":
+        for a, b in zip(g.embeddings.parameters(), d.embeddings.parameters()):
+            assert a is b  # word, position, segment and the embedding LayerNorm
+    assert (g.layers[0].attn.qkv.weight is d.layers[0].attn.qkv.weight) == (tying == "all")
+    if tying == "embeddings":
+        assert g.embed_proj is not d.embed_proj  # each keeps its own projection
+    # the generator's output layer is its word-embedding matrix
+    h = torch.randn(2, cfg.generator().hidden_size)
+    gen = model.generator
+    manual = gen.head_norm(torch.nn.functional.gelu(gen.head_dense(h))) @ g.embeddings.word.weight.T
+    torch.testing.assert_close(gen.mlm_logits(h), manual + gen.output_bias)
+
+
+def test_tying_all_needs_equal_sizes():
+    with pytest.raises(ValueError, match="generator_size=1.0"):
+        Electra(tiny_config(tying="all", generator_size=0.25))
+
+
+def test_generator_is_scaled_at_the_same_depth():
+    cfg = preset("small").model
+    g = cfg.generator()
+    assert (g.hidden_size, g.num_heads, g.intermediate_size, g.num_layers) == (64, 1, 256, 12)
+
+
+def test_api_shapes():
+    model = Electra(tiny_config()).eval()
+    ids, am = batch(b=2, n=10)
+    assert model.discriminator(ids).shape == (2, 10)
+    assert model.generator(ids, am).shape == (2, 10, 64)
+    assert model.discriminator(ids, am, torch.zeros_like(ids)).shape == (2, 10)
+
+
+def test_tiny_batch_is_overfit():
+    torch.manual_seed(0)
+    model = Electra(tiny_config())
+    ids, am = batch(b=4, n=16)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    first = None
+    for step in range(150):
+        # a fixed seed each step: the same mask and samples, so the batch can be memorised
+        out = model(ids, am, generator=torch.Generator().manual_seed(0))
+        first = first if first is not None else out.loss.item()
+        opt.zero_grad()
+        out.loss.backward()
+        opt.step()
+    assert out.loss.item() < 0.1 * first, (first, out.loss.item())
+    assert float(out.metrics["disc_accuracy"]) == 1.0
+
+
+def test_sequence_longer_than_positions_is_refused():
+    model = Electra(tiny_config(max_position_embeddings=8))
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        model.discriminator(torch.ones(1, 9, dtype=torch.long))
