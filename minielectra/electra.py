@@ -262,10 +262,15 @@ class Electra(nn.Module):
 
     # ---------------------------------------------------------------------- checkpoints
     @classmethod
-    def from_pretrained(cls, path: str | Path) -> "Electra":
-        """Load a minielectra checkpoint directory or a transformers ELECTRA directory."""
+    def from_pretrained(cls, path: str | Path, *, generator: str | Path | None = None) -> "Electra":
+        """Load a minielectra checkpoint directory or a transformers ELECTRA directory.
+
+        For transformers checkpoints ``path`` holds the discriminator (ElectraForPreTraining) and
+        ``generator`` optionally the generator (ElectraForMaskedLM). The model comes back in
+        training mode, ready to continue pre-training; call ``.eval()`` for inference.
+        """
         from .checkpoint import load_pretrained
-        return load_pretrained(path)
+        return load_pretrained(path, generator=generator)
 
     def save_pretrained(self, path: str | Path) -> Path:
         """Write minielectra's format: ``model.safetensors``, ``config.json``, tokenizer."""
