@@ -72,7 +72,8 @@ def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, cfg: Mode
     Per sequence, ``round(mask_prob * non-padding tokens)`` positions (at least 1, at most
     :func:`max_predictions`) are drawn among the candidates: every real token except [CLS],
     [SEP] and [MASK]. Of these, ``mask_token_prob`` become [MASK], ``random_token_prob`` a random
-    token and the rest keep their original id (official 85/0/15; BERT 80/10/10).
+    token and the rest keep their original id (official: 85% [MASK], 15% kept, 0% random;
+    BERT: 80% [MASK], 10% random, 10% kept).
     """
     b, n = input_ids.shape
     p = max_predictions(n, obj.mask_prob)
@@ -100,6 +101,7 @@ def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, cfg: Mode
     u = torch.rand(b, p, device=device, generator=generator)
     to_mask = used & (u < obj.mask_token_prob)
     to_random = used & (u >= obj.mask_token_prob) & (u < obj.mask_token_prob + obj.random_token_prob)
+    # Any id, specials included, as BERT's 10% random tokens (the official ELECTRA uses none).
     random_ids = torch.randint(cfg.vocab_size, (b, p), device=device, generator=generator)
     masked = _scatter(input_ids, positions, torch.full_like(positions, cfg.mask_token_id), to_mask)
     masked = _scatter(masked, positions, random_ids, to_random)
@@ -177,7 +179,11 @@ class Discriminator(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Per-token logits of P(replaced): ``(b, n)``."""
+        """Per-token logits of P(replaced): ``(b, n)``.
+
+        As in transformers, ``attention_mask=None`` attends to every position: pass the mask
+        for padded batches.
+        """
         h = self.encoder(input_ids, attention_mask, token_type_ids)  # (b, n, d)
         return self.head_out(F.gelu(self.head_dense(h))).squeeze(-1)
 
@@ -209,6 +215,7 @@ class Electra(nn.Module):
         config.validate()
         self.config = config
         self.objective = objective or ObjectiveConfig()
+        self.objective.validate()
         self.tokenizer = None  # attached by from_pretrained when the checkpoint has one
         self.discriminator = Discriminator(config)
         shared = self.discriminator.encoder.embeddings
@@ -238,7 +245,7 @@ class Electra(nn.Module):
         masked = mask_tokens(input_ids, attention_mask, self.config, obj, generator=generator)
 
         # The generator predicts the originals; vocabulary logits only at the p masked slots
-        # (a 1/7 of the positions), which saves most of the output projection's cost.
+        # (about 1/7 of the positions), which saves most of the output projection's cost.
         gen_hidden = self.generator.encoder(masked.input_ids, attention_mask, token_type_ids)
         slots = masked.positions[..., None].expand(-1, -1, gen_hidden.shape[-1])
         gen_logits = self.generator.mlm_logits(gen_hidden.gather(1, slots))  # (b, p, v)
