@@ -1,0 +1,444 @@
+"""Pre-training examples: the official ExampleBuilder -> memory-mapped arrays on disk -> batches.
+
+ELECTRA's examples are BERT's without next-sentence prediction (google-research/electra
+``build_pretraining_dataset.py``; paper section 3.1):
+
+- sentences of one document accumulate until they reach the target length or the document ends;
+- with probability 0.1 an example is a single segment, otherwise segment A aims at
+  ``(target - 3) // 2`` tokens (a coin flip decides the sentence at the border) and B takes the rest;
+- the next target length is random in [5, max_len] with probability 0.05, else max_len;
+- layout ``[CLS] A [SEP] B [SEP]``, segment ids 0 then 1, zero padding at the end.
+
+:func:`build_dataset` tokenises a corpus in chunks of whole documents (in worker processes for large
+corpora; memory stays bounded for streamed ones), writes ``input_ids.npy``, ``token_type_ids.npy``
+and ``lengths.npy`` plus ``metadata.json`` into a cache folder named by (corpus, vocabulary,
+settings), and reuses that folder next time. :func:`batch_iterator` serves shuffled batches and
+resumes at any batch index. Axis letters: b batch, n sequence.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import itertools
+import json
+import logging
+import multiprocessing
+import os
+import random
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .corpus import Corpus, default_cache_dir, open_corpus
+from .tokenizer import WordPieceTokenizer
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1  # bump when the builder's output changes, so old caches are rebuilt
+# Documents are grouped into chunks of about this many characters. Each chunk is tokenised and
+# built on its own with its own random stream, so the output does not depend on num_workers.
+CHUNK_CHARS = 1 << 20
+
+
+# ----------------------------------------------------------------------------- example builder
+class ExampleBuilder:
+    """The official ExampleBuilder, on sentence *lengths*: an example is two lists of sentence
+    indices (segment A, segment B). Random draws happen in the official order, so a port that
+    works on token lists with the same ``random.Random`` makes the same examples."""
+
+    def __init__(self, rng: random.Random, *, max_len: int = 128, short_seq_prob: float = 0.05,
+                 single_segment_prob: float = 0.1):
+        self.rng = rng
+        self.max_len = max_len
+        self.short_seq_prob = short_seq_prob
+        self.single_segment_prob = single_segment_prob
+        self.target_len = max_len
+        self._sentences: list[tuple[int, int]] = []  # (sentence index, number of tokens)
+        self._length = 0
+
+    def add_document(self, sentences) -> list[tuple[list[int], list[int]]]:
+        """Feed one document's ``(index, length)`` sentences; returns the finished examples."""
+        examples = []
+        for index, length in sentences:
+            self._sentences.append((index, length))
+            self._length += length
+            if self._length >= self.target_len:
+                examples.append(self._create_example())
+        if self._length > 0:  # the end of a document ends an example: none spans two documents
+            examples.append(self._create_example())
+        self._sentences, self._length = [], 0
+        return examples
+
+    def _create_example(self) -> tuple[list[int], list[int]]:
+        rng = self.rng
+        if rng.random() < self.single_segment_prob:  # like single-sentence fine-tuning tasks
+            first_target = 100000
+        else:
+            first_target = (self.target_len - 3) // 2  # -3: [CLS], [SEP], [SEP] come later
+        a, b, len_a, len_b = [], [], 0, 0
+        for index, length in self._sentences:
+            # A takes the sentence if A is empty, if it still fits, or on a coin flip when it
+            # would overshoot and B is still empty. (Official quirk: a later short sentence can
+            # go back to A after B has started, so A and B may interleave in the text.)
+            if (len_a == 0 or len_a + length < first_target or
+                    (len_b == 0 and len_a < first_target and rng.random() < 0.5)):
+                a.append(index)
+                len_a += length
+            else:
+                b.append(index)
+                len_b += length
+        self._sentences, self._length = [], 0
+        if rng.random() < self.short_seq_prob:  # some short inputs, as fine-tuning will have
+            self.target_len = rng.randint(5, self.max_len)
+        else:
+            self.target_len = self.max_len
+        return a, b
+
+
+def pack_examples(examples, tokens: np.ndarray, starts: np.ndarray, lengths: np.ndarray, *,
+                  max_len: int, cls_id: int, sep_id: int, dtype=np.int32):
+    """``[CLS] A [SEP] B [SEP]`` rows (n_examples, n) from sentence-index examples, the official
+    way: A is cut to max_len - 2 tokens, B to what is left (an emptied B makes one segment).
+    Like the official code, this drops the tokens of the last sentence that do not fit."""
+    input_ids = np.zeros((len(examples), max_len), dtype)
+    token_type_ids = np.zeros((len(examples), max_len), np.uint8)
+    example_lengths = np.zeros(len(examples), np.int32)
+    empty = np.zeros(0, tokens.dtype)
+
+    def segment(indices):
+        parts = [tokens[starts[i]:starts[i] + lengths[i]] for i in indices]
+        return np.concatenate(parts) if parts else empty
+
+    for e, (a_indices, b_indices) in enumerate(examples):
+        a = segment(a_indices)[:max_len - 2]
+        b = segment(b_indices)[:max(0, max_len - len(a) - 3)]
+        row = input_ids[e]
+        row[0], row[1:1 + len(a)], row[1 + len(a)] = cls_id, a, sep_id
+        n = len(a) + 2
+        if len(b):
+            row[n:n + len(b)], row[n + len(b)] = b, sep_id
+            token_type_ids[e, n:n + len(b) + 1] = 1
+            n += len(b) + 1
+        example_lengths[e] = n
+    return input_ids, token_type_ids, example_lengths
+
+
+# ------------------------------------------------------------------------------ one chunk
+@dataclass(frozen=True)
+class BuildSettings:
+    max_seq_len: int = 128
+    short_seq_prob: float = 0.05
+    single_segment_prob: float = 0.1
+    seed: int = 0
+
+
+def build_chunk(index: int, documents: list[list[str]], tokenizer: WordPieceTokenizer,
+                settings: BuildSettings):
+    """Tokenise and pack one chunk of documents; its random stream depends only on (seed, index)."""
+    lines = [line for doc in documents for line in doc]
+    tokens, lengths = tokenizer.encode_ragged(lines)
+    starts = np.cumsum(lengths) - lengths
+    builder = ExampleBuilder(random.Random(f"{settings.seed}:{index}"),
+                             max_len=settings.max_seq_len, short_seq_prob=settings.short_seq_prob,
+                             single_segment_prob=settings.single_segment_prob)
+    examples, first = [], 0
+    for doc in documents:
+        sentence_ids = range(first, first + len(doc))
+        examples += builder.add_document(zip(sentence_ids, lengths[first:first + len(doc)].tolist()))
+        first += len(doc)
+    arrays = pack_examples(examples, tokens, starts, lengths, max_len=settings.max_seq_len,
+                           cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
+                           dtype=_id_dtype(tokenizer.vocab_size))
+    return arrays, sum(map(len, lines)), len(tokens)
+
+
+def _id_dtype(vocab_size: int):
+    return np.uint16 if vocab_size <= 1 << 16 else np.int32  # uint16 halves the disk and I/O
+
+
+_WORKER: tuple[WordPieceTokenizer, BuildSettings] | None = None  # set in each worker process
+
+
+def _init_worker(tokenizer: WordPieceTokenizer, settings: BuildSettings) -> None:
+    global _WORKER
+    _WORKER = (tokenizer, settings)
+
+
+def _build_chunk_in_worker(job):
+    return build_chunk(job[0], job[1], *_WORKER)
+
+
+def _chunks(documents, chunk_chars: int) -> Iterator[list[list[str]]]:
+    chunk, size = [], 0
+    for doc in documents:
+        chunk.append(doc)
+        size += sum(map(len, doc))
+        if size >= chunk_chars:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _start_pool(workers: int, tokenizer: WordPieceTokenizer, settings: BuildSettings):
+    # fork (Linux) starts workers in milliseconds and hands them the tokenizer without pickling.
+    # TOKENIZERS_PARALLELISM=false in the children: each worker is one core, and the Rust library
+    # would otherwise warn about forking after its thread pool started.
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    saved = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    try:
+        return context.Pool(workers, initializer=_init_worker, initargs=(tokenizer, settings))
+    finally:
+        if saved is None:
+            del os.environ["TOKENIZERS_PARALLELISM"]
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = saved
+
+
+def _map_chunks(chunks, tokenizer, settings, workers: int):
+    """``build_chunk`` over the chunks, results in order. With several workers a process pool
+    gets at most two chunks per worker at a time, so a streamed corpus is never held whole."""
+    jobs = enumerate(chunks)
+    first = next(jobs, None)
+    if first is None:
+        return
+    # The first chunk is built here, before any fork: the tokenizer's word cache it fills is
+    # inherited by the workers, which then tokenise only the words that chunk did not have.
+    yield build_chunk(*first, tokenizer, settings)
+    second = next(jobs, None)
+    if workers <= 1 or second is None:  # nothing left to share out
+        for index, docs in itertools.chain([second] if second else [], jobs):
+            yield build_chunk(index, docs, tokenizer, settings)
+        return
+    with _start_pool(workers, tokenizer, settings) as pool:
+        pending = collections.deque()
+        for job in itertools.chain([second], jobs):
+            pending.append(pool.apply_async(_build_chunk_in_worker, (job,)))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+# ------------------------------------------------------------------------------ on disk
+class _NpyAppender:
+    """A .npy file written row block by row block, its length unknown until the end: a header of
+    fixed size is reserved and rewritten with the final shape on close."""
+
+    HEADER_BYTES = 128  # numpy pads a 2-D header to exactly this (checked in close)
+
+    def __init__(self, path: Path, dtype, row_shape: tuple[int, ...]):
+        self.path, self.dtype, self.row_shape, self.rows = path, np.dtype(dtype), row_shape, 0
+        self.file = open(path, "wb")
+        self.file.write(b"\0" * self.HEADER_BYTES)
+
+    def append(self, block: np.ndarray) -> None:
+        self.file.write(np.ascontiguousarray(block, self.dtype).tobytes())
+        self.rows += len(block)
+
+    def close(self) -> None:
+        self.file.seek(0)
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
+                  "shape": (self.rows, *self.row_shape)}
+        np.lib.format.write_array_header_1_0(self.file, header)
+        if self.file.tell() != self.HEADER_BYTES:
+            raise RuntimeError(f"{self.path}: .npy header is {self.file.tell()} bytes, "
+                               f"expected {self.HEADER_BYTES}")
+        self.file.close()
+
+
+class PretrainingDataset:
+    """Examples memory-mapped from a folder written by :func:`build_dataset`."""
+
+    def __init__(self, directory):
+        self.directory = Path(directory)
+        self.metadata: dict = json.loads((self.directory / "metadata.json").read_text())
+        self.input_ids = np.load(self.directory / "input_ids.npy", mmap_mode="r")  # (N, n)
+        self.token_type_ids = np.load(self.directory / "token_type_ids.npy", mmap_mode="r")
+        self.lengths = np.load(self.directory / "lengths.npy", mmap_mode="r")  # (N,)
+        if not (len(self.input_ids) == len(self.token_type_ids) == len(self.lengths)
+                == self.metadata["num_examples"]):
+            raise ValueError(f"{self.directory}: arrays and metadata.json disagree on the size")
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getitem__(self, i) -> dict[str, torch.Tensor]:
+        return {k: v[0] for k, v in _collate(self, np.array([i])).items()}
+
+    def __repr__(self) -> str:
+        return (f"PretrainingDataset({len(self)} examples x {self.input_ids.shape[1]} tokens, "
+                f"corpus={self.metadata['corpus']!r}, split={self.metadata['split']!r})")
+
+
+def _collate(dataset: PretrainingDataset, rows: np.ndarray, pin: bool = False):
+    lengths = np.asarray(dataset.lengths[rows], np.int64)
+    n = dataset.input_ids.shape[1]
+    batch = {  # (b, n) each
+        "input_ids": torch.from_numpy(dataset.input_ids[rows].astype(np.int64)),
+        "attention_mask": torch.from_numpy((np.arange(n) < lengths[:, None]).astype(np.int64)),
+        "token_type_ids": torch.from_numpy(dataset.token_type_ids[rows].astype(np.int64)),
+    }
+    return {k: v.pin_memory() for k, v in batch.items()} if pin else batch
+
+
+# ------------------------------------------------------------------------------ build + cache
+def _cache_key(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: BuildSettings,
+               split: str, held_out_fraction: float) -> dict:
+    """Everything the examples depend on; a cached folder is reused only when all of it matches."""
+    return {"format": FORMAT_VERSION, "corpus": corpus.fingerprint, "split": split,
+            "held_out_fraction": held_out_fraction if split != "all" else None,
+            "vocab_hash": tokenizer.vocab_hash, "chunk_chars": CHUNK_CHARS, **asdict(settings)}
+
+
+def _select_split(corpus: Corpus, split: str, held_out_fraction: float) -> Corpus:
+    if split == "all":
+        return corpus
+    if split not in ("train", "heldout"):
+        raise ValueError(f"split must be 'train', 'heldout' or 'all', got {split!r}")
+    train, heldout = corpus.split(held_out_fraction)
+    return train if split == "train" else heldout
+
+
+def build_dataset(corpus: "str | Corpus", tokenizer: WordPieceTokenizer, *, max_seq_len: int = 128,
+                  split: str = "train", held_out_fraction: float = 0.02, seed: int = 0,
+                  short_seq_prob: float = 0.05, single_segment_prob: float = 0.1, cache_dir=None,
+                  num_workers: int = 0, progress: bool = True, data_dir=None) -> PretrainingDataset:
+    """Examples of ``split`` of ``corpus``, built once and cached (``num_workers`` 0 = all cores)."""
+    if max_seq_len < 5:
+        raise ValueError(f"max_seq_len must be at least 5, got {max_seq_len}")
+    if isinstance(corpus, str):
+        corpus = open_corpus(corpus, data_dir=data_dir, cache_dir=cache_dir)
+    part = _select_split(corpus, split, held_out_fraction)
+    settings = BuildSettings(max_seq_len, short_seq_prob, single_segment_prob, seed)
+    key = _cache_key(corpus, tokenizer, settings, split, held_out_fraction)
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    name = "".join(c if c.isalnum() or c in "-+." else "_" for c in corpus.name)[:60]
+    directory = default_cache_dir(cache_dir) / "examples" / f"{name}-{split}-{max_seq_len}-{digest}"
+    cached = _load_cached(directory, key)
+    if cached is not None:
+        return cached
+    workers = num_workers or os.cpu_count() or 1
+    tmp = directory.with_name(f"{directory.name}.tmp{os.getpid()}")
+    try:
+        _write_examples(part, tokenizer, settings, tmp, key=key, workers=workers,
+                        progress=progress)
+        shutil.rmtree(directory, ignore_errors=True)  # a stale or foreign cache
+        try:
+            os.replace(tmp, directory)  # atomic: a crash never leaves a half-written cache
+        except OSError:  # another process finished the same build first: use theirs
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return PretrainingDataset(directory)
+
+
+def _load_cached(directory: Path, key: dict) -> PretrainingDataset | None:
+    meta_path = directory / "metadata.json"
+    if not meta_path.is_file():
+        return None
+    try:
+        stored = json.loads(meta_path.read_text()).get("key")
+        if stored == key:
+            dataset = PretrainingDataset(directory)
+            log.info("examples: reusing %s (%d examples)", directory, len(dataset))
+            return dataset
+        changed = sorted(k for k in set(key) | set(stored or {})
+                         if (stored or {}).get(k) != key.get(k))
+        log.warning("examples: cache %s was written by other settings (%s differ); rebuilding",
+                    directory, ", ".join(changed))
+    except (ValueError, OSError, KeyError) as e:
+        log.warning("examples: cache %s is unreadable (%s); rebuilding", directory, e)
+    return None
+
+
+def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: BuildSettings,
+                    directory: Path, *, key: dict, workers: int, progress: bool) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    n = settings.max_seq_len
+    writers = [_NpyAppender(directory / "input_ids.npy", _id_dtype(tokenizer.vocab_size), (n,)),
+               _NpyAppender(directory / "token_type_ids.npy", np.uint8, (n,)),
+               _NpyAppender(directory / "lengths.npy", np.int32, ())]
+    log.info("examples: building %s with %d worker(s) into %s", corpus.name, workers, directory)
+    start, chars, text_tokens, documents = time.perf_counter(), 0, 0, 0
+
+    def counted(docs):
+        nonlocal documents
+        for doc in docs:
+            documents += 1
+            yield doc
+
+    chunks = _chunks(counted(corpus.documents()), CHUNK_CHARS)
+    try:
+        with tqdm(desc=f"examples {corpus.name}", unit="char", unit_scale=True,
+                  disable=not progress) as bar:
+            for arrays, chunk_chars, chunk_tokens in _map_chunks(chunks, tokenizer, settings,
+                                                                 workers):
+                for writer, array in zip(writers, arrays):
+                    writer.append(array)
+                chars, text_tokens = chars + chunk_chars, text_tokens + chunk_tokens
+                bar.update(chunk_chars)
+    finally:
+        for writer in writers:
+            writer.close()
+    if writers[0].rows == 0:
+        raise ValueError(_empty_message(corpus, documents, key["held_out_fraction"]))
+    metadata = {
+        "key": key, "corpus": corpus.name, "split": key["split"], "max_seq_len": n,
+        "vocab_size": tokenizer.vocab_size, "num_examples": writers[0].rows,
+        "num_documents": documents, "num_chars": chars, "text_tokens": text_tokens,
+        # tokens in examples, [CLS]/[SEP] included; text past max_len is dropped (official)
+        "example_tokens": int(np.load(directory / "lengths.npy", mmap_mode="r").sum()),
+        "seconds": round(time.perf_counter() - start, 3), "read_stats": corpus.stats.as_dict()}
+    (directory / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
+    log.info("examples: %d examples from %d documents (%.1f MB of text) in %.1f s",
+             metadata["num_examples"], documents, chars / 1e6, metadata["seconds"])
+
+
+def _empty_message(corpus: Corpus, documents: int, held_out_fraction: float) -> str:
+    message = f"corpus {corpus.name!r} is empty: {documents} documents, no tokens to make examples of"
+    if "[heldout" in corpus.name:
+        message += (f"; no document fell into the held-out fraction {held_out_fraction} "
+                    "(use a larger corpus or held_out_fraction)")
+    skipped = corpus.stats.skipped
+    if skipped:
+        message += f"; skipped files: {skipped}"
+    return message
+
+
+# ----------------------------------------------------------------------------------- batches
+def batch_iterator(dataset: PretrainingDataset, batch_size: int, *, seed: int = 0, start: int = 0,
+                   device: str | torch.device = "cpu", shuffle: bool = True, loop: bool = True
+                   ) -> Iterator[dict[str, torch.Tensor]]:
+    """Batches of ``input_ids``, ``attention_mask``, ``token_type_ids`` (b, n) int64.
+
+    ``start`` is the number of batches already consumed, so a resumed run continues with exactly
+    the batch it would have seen. Each epoch has its own permutation, drawn from (seed, epoch); the
+    last incomplete batch of an epoch is dropped so every batch has the same shape. On a cuda
+    ``device`` the tensors are pinned, ready for ``.to(device, non_blocking=True)``.
+    """
+    if len(dataset) < batch_size:
+        raise ValueError(f"the dataset has {len(dataset)} examples, fewer than one batch of "
+                         f"{batch_size}: use a larger corpus or a smaller batch_size")
+    if start < 0:
+        raise ValueError(f"start must be >= 0, got {start}")
+    pin = torch.device(device).type == "cuda" and torch.cuda.is_available()
+    per_epoch = len(dataset) // batch_size
+    epoch, first = divmod(start, per_epoch)
+    while loop or epoch == 0:
+        if shuffle:
+            order = np.random.default_rng([seed, epoch]).permutation(len(dataset))
+        else:
+            order = np.arange(len(dataset))
+        for b in range(first, per_epoch):
+            yield _collate(dataset, order[b * batch_size:(b + 1) * batch_size], pin)
+        epoch, first = epoch + 1, 0

@@ -1,0 +1,51 @@
+"""Fixtures shared by the test modules. Keep this small: module-specific fixtures live with their tests."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+# ../shared/data next to the checkout (this file is <checkout>/tests/conftest.py).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The real data dir (env MINIELECTRA_DATA_DIR, else ../shared/data); skips when absent."""
+    path = Path(os.environ.get("MINIELECTRA_DATA_DIR") or DEFAULT_DATA_DIR)
+    if not path.is_dir():
+        pytest.skip(f"no data dir at {path} (set MINIELECTRA_DATA_DIR to run this test)")
+    return path
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    """A fresh cache dir for this test; MINIELECTRA_CACHE points at it so nothing lands in ~."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("MINIELECTRA_CACHE", str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def glue_slice_dir(data_dir, tmp_path_factory) -> Path:
+    """A data dir with the first 40 data rows of every real GLUE file (test_glue, test_finetune).
+
+    Headers and MRPC's BOM are kept byte for byte; CoLA is written plain, the rest gzipped, as
+    the loader accepts both.
+    """
+    import gzip
+
+    if not (data_dir / "glue").is_dir():
+        pytest.skip(f"no GLUE files in {data_dir}")
+    root = tmp_path_factory.mktemp("glue_slice")
+    for src in sorted((data_dir / "glue").glob("*/*.tsv.gz")):
+        header = src.parent.name != "CoLA"  # CoLA has no header line
+        with gzip.open(src, "rb") as f:
+            keep = b"\n".join(f.read().split(b"\n")[:40 + header]) + b"\n"
+        dst = root / "glue" / src.parent.name / src.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if header:
+            dst.write_bytes(gzip.compress(keep))
+        else:
+            dst.with_suffix("").write_bytes(keep)
+    return root

@@ -1,0 +1,300 @@
+"""The example builder against the official code and its rules; caching; batches; bad input."""
+
+import gzip
+import json
+import logging
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from minielectra import pretraining_data as pd
+from minielectra.corpus import open_corpus
+from minielectra.pretraining_data import (ExampleBuilder, batch_iterator, build_dataset,
+                                          pack_examples)
+from minielectra.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+
+CLS, SEP = 2, 3  # ids in the synthetic vocabulary below (specials first)
+
+
+class OfficialExampleBuilder:
+    """google-research/electra build_pretraining_dataset.py ExampleBuilder, transcribed line by
+    line; the only changes: token ids come in already tokenised and ``random`` is an instance."""
+
+    def __init__(self, rng, max_length, short_seq_prob=0.05, single_segment_prob=0.1):
+        self.rng, self._max_length = rng, max_length
+        self.short, self.single = short_seq_prob, single_segment_prob
+        self._current_sentences, self._current_length = [], 0
+        self._target_length = max_length
+
+    def add_line(self, bert_tokids, blank):
+        if blank and self._current_length != 0:  # empty lines separate docs
+            return self._create_example()
+        self._current_sentences.append(bert_tokids)
+        self._current_length += len(bert_tokids)
+        if self._current_length >= self._target_length:
+            return self._create_example()
+        return None
+
+    def _create_example(self):
+        if self.rng.random() < self.single:
+            first_segment_target_length = 100000
+        else:
+            first_segment_target_length = (self._target_length - 3) // 2
+        first_segment, second_segment = [], []
+        for sentence in self._current_sentences:
+            if (len(first_segment) == 0 or
+                    len(first_segment) + len(sentence) < first_segment_target_length or
+                    (len(second_segment) == 0 and
+                     len(first_segment) < first_segment_target_length and
+                     self.rng.random() < 0.5)):
+                first_segment += sentence
+            else:
+                second_segment += sentence
+        first_segment = first_segment[:self._max_length - 2]
+        second_segment = second_segment[:max(0, self._max_length - len(first_segment) - 3)]
+        self._current_sentences, self._current_length = [], 0
+        if self.rng.random() < self.short:
+            self._target_length = self.rng.randint(5, self._max_length)
+        else:
+            self._target_length = self._max_length
+        return self._make_example(first_segment, second_segment)
+
+    def _make_example(self, first_segment, second_segment):
+        input_ids = [CLS] + first_segment + [SEP]
+        segment_ids = [0] * len(input_ids)
+        if second_segment:
+            input_ids += second_segment + [SEP]
+            segment_ids += [1] * (len(second_segment) + 1)
+        input_ids += [0] * (self._max_length - len(input_ids))
+        segment_ids += [0] * (self._max_length - len(segment_ids))
+        return input_ids, segment_ids
+
+
+# ------------------------------------------------------------------- the official reference
+@pytest.mark.parametrize("max_len, short, single", [(128, 0.05, 0.1), (16, 0.3, 0.3), (40, 0.0, 0.0)])
+def test_builder_makes_the_official_examples(max_len, short, single):
+    """Random documents (sentences of 0..2*max_len tokens); same random stream -> same rows."""
+    rng = random.Random(1)
+    docs = [[[rng.randrange(5, 999) for _ in range(rng.choice([0, 1, 3, 8, 20, 2 * max_len]))]
+             for _ in range(rng.randint(1, 30))] for _ in range(60)]
+    official = OfficialExampleBuilder(random.Random(7), max_len, short, single)
+    expected = []
+    for doc in docs:
+        for sentence in doc + [None]:  # None: the blank line after each document
+            example = official.add_line(sentence or [], blank=sentence is None)
+            if example:
+                expected.append(example)
+
+    sentences = [s for doc in docs for s in doc]
+    lengths = np.array([len(s) for s in sentences])
+    tokens = np.array([t for s in sentences for t in s], np.int32)
+    builder = ExampleBuilder(random.Random(7), max_len=max_len, short_seq_prob=short,
+                             single_segment_prob=single)
+    examples, first = [], 0
+    for doc in docs:
+        examples += builder.add_document(zip(range(first, first + len(doc)),
+                                             lengths[first:first + len(doc)].tolist()))
+        first += len(doc)
+    ids, types, n = pack_examples(examples, tokens, np.cumsum(lengths) - lengths, lengths,
+                                  max_len=max_len, cls_id=CLS, sep_id=SEP)
+    assert len(expected) > 100
+    assert ids.tolist() == [e[0] for e in expected]
+    assert types.tolist() == [e[1] for e in expected]
+    assert n.tolist() == [sum(1 for t in e[0] if t) for e in expected]
+
+
+# ------------------------------------------------------------- statistics of the official rules
+# A synthetic corpus whose tokens say where they came from: each sentence is
+# "d<doc> p<k> p<k+1> p<k+2> p<k+3>", 5 tokens, k counting through the document.
+N_DOCS, SENTENCES_PER_DOC = 300, 300
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    root = tmp_path_factory.mktemp("synthetic")
+    positions = 4 * SENTENCES_PER_DOC
+    tokens = [*SPECIAL_TOKENS] + [f"d{i}" for i in range(N_DOCS)] + [f"p{k}" for k in range(positions)]
+    (root / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    docs = ["\n".join(f"d{i} " + " ".join(f"p{4 * s + j}" for j in range(4))
+                      for s in range(SENTENCES_PER_DOC)) for i in range(N_DOCS)]
+    (root / "corpus.txt").write_text("\n\n".join(docs) + "\n")
+    return root, WordPieceTokenizer.from_vocab_file(root / "vocab.txt")
+
+
+def decode_positions(tokenizer, ids):
+    """(document ids, positions) of the content tokens of one row."""
+    words = tokenizer.convert_ids_to_tokens(ids)
+    return ({int(w[1:]) for w in words if w.startswith("d")},
+            [int(w[1:]) for w in words if w.startswith("p")])
+
+
+def build(synthetic, cache, **kwargs):
+    root, tokenizer = synthetic
+    kwargs = {"split": "all", "progress": False, "num_workers": 1, **kwargs}
+    return build_dataset(str(root / "corpus.txt"), tokenizer, cache_dir=cache, **kwargs)
+
+
+def test_layout_segments_and_document_boundaries(synthetic, tmp_path):
+    tokenizer = synthetic[1]
+    ds = build(synthetic, tmp_path)
+    for ids, types, n in zip(ds.input_ids, ds.token_type_ids, ds.lengths):
+        seps = np.flatnonzero(ids[:n] == SEP)
+        assert ids[0] == CLS and ids[n - 1] == SEP and len(seps) in (1, 2)
+        assert not ids[n:].any() and not types[n:].any()  # padding only after the example
+        assert not types[:seps[0] + 1].any() and types[seps[0] + 1:n].all()  # 0s, then 1s for B
+        documents, positions = decode_positions(tokenizer, ids[:n])
+        assert len(documents) == 1  # never two documents in one example
+        a = positions[:np.sum(types[:n] == 0) - 2]
+        assert a == list(range(a[0], a[0] + len(a)))  # A is a contiguous run of its document
+
+
+def test_single_segment_and_split_rates_are_the_official_ones(synthetic, tmp_path):
+    """With short_seq_prob=0 every full example gathers 26 sentences (130 tokens): one segment
+    with probability 0.1; otherwise A holds 12 sentences (60 tokens) and the 13th joins A on a
+    coin flip (65 tokens), B takes the rest."""
+    ds = build(synthetic, tmp_path, short_seq_prob=0.0)
+    full = np.asarray(ds.lengths) == 128
+    assert full.sum() > 2000
+    segments = np.asarray(ds.token_type_ids)[full].any(axis=1)  # has a B segment
+    single = 1 - segments.mean()
+    assert abs(single - 0.1) < 5 * math.sqrt(0.1 * 0.9 / full.sum())
+    a_len = (np.asarray(ds.token_type_ids)[full][segments] == 0).sum(axis=1) - 2 - (
+        np.asarray(ds.input_ids)[full][segments] == 0).sum(axis=1)
+    assert set(a_len.tolist()) == {60, 65}
+    assert abs((a_len == 65).mean() - 0.5) < 5 * math.sqrt(0.25 / len(a_len))
+
+
+def test_short_target_rate(synthetic, tmp_path):
+    """A short target t ~ U[5, 128] gathers ceil(t/5) sentences; for t <= 120 the example has
+    at most 120 + 3 tokens. Documents' last examples are short anyway and are left out."""
+    tokenizer = synthetic[1]
+    ds = build(synthetic, tmp_path, short_seq_prob=0.05)
+    rows = np.asarray(ds.input_ids)
+    doc_of = [min(decode_positions(tokenizer, r[:3])[0]) for r in rows]
+    not_last = np.array([doc_of[i] == doc_of[i + 1] for i in range(len(rows) - 1)] + [False])
+    short = np.asarray(ds.lengths)[not_last] <= 123
+    expected = 0.05 * (120 - 5 + 1) / (128 - 5 + 1)
+    assert abs(short.mean() - expected) < 5 * math.sqrt(expected * (1 - expected) / len(short))
+
+
+def test_workers_and_chunks_do_not_change_the_examples(synthetic, tmp_path, monkeypatch):
+    monkeypatch.setattr(pd, "CHUNK_CHARS", 50_000)  # ~20 chunks: the pool really runs
+    one = build(synthetic, tmp_path / "one", num_workers=1)
+    two = build(synthetic, tmp_path / "two", num_workers=2)
+    assert len(one) > 0 and np.array_equal(one.input_ids, two.input_ids)
+    assert np.array_equal(one.token_type_ids, two.token_type_ids)
+    again = build(synthetic, tmp_path / "three", num_workers=1, seed=1)
+    assert not np.array_equal(one.input_ids[:len(again)], again.input_ids[:len(one)])
+
+
+# ------------------------------------------------------------------------------------ caching
+def test_second_build_reuses_the_cache_and_other_settings_rebuild(synthetic, tmp_path,
+                                                                  monkeypatch, caplog):
+    first = build(synthetic, tmp_path)
+    first_ids = np.array(first.input_ids)
+    monkeypatch.setattr(pd, "build_chunk", lambda *a: pytest.fail("rebuilt a valid cache"))
+    assert build(synthetic, tmp_path).directory == first.directory
+    monkeypatch.undo()
+    other = build(synthetic, tmp_path, max_seq_len=64)
+    assert other.directory != first.directory and other.input_ids.shape[1] == 64
+    # a folder whose metadata says other settings (copied by hand, older version, ...)
+    meta = json.loads((first.directory / "metadata.json").read_text())
+    meta["key"]["seed"] = 99
+    (first.directory / "metadata.json").write_text(json.dumps(meta))
+    with caplog.at_level(logging.WARNING, logger="minielectra"):
+        rebuilt = build(synthetic, tmp_path)
+    assert "other settings (seed differ)" in caplog.text
+    assert rebuilt.metadata["key"]["seed"] == 0 and np.array_equal(rebuilt.input_ids, first_ids)
+
+
+# ------------------------------------------------------------------------------------ batches
+def test_batches_shapes_resume_and_epochs(synthetic, tmp_path):
+    ds = build(synthetic, tmp_path)
+    per_epoch = len(ds) // 32
+    batches = batch_iterator(ds, 32, seed=3)
+    first = [next(batches) for _ in range(per_epoch + 5)]
+    b = first[0]
+    assert set(b) == {"input_ids", "attention_mask", "token_type_ids"}
+    assert all(v.shape == (32, 128) and v.dtype == torch.int64 for v in b.values())
+    assert torch.equal(b["attention_mask"].sum(1), (b["input_ids"] != 0).sum(1))
+    resumed = batch_iterator(ds, 32, seed=3, start=per_epoch - 2)
+    for expected in first[per_epoch - 2:]:  # across the epoch boundary
+        assert torch.equal(next(resumed)["input_ids"], expected["input_ids"])
+    # an epoch visits distinct examples; the next epoch has another order
+    assert len({tuple(r.tolist()) for x in first[:per_epoch] for r in x["input_ids"]}) == per_epoch * 32
+    assert not torch.equal(first[0]["input_ids"], first[per_epoch]["input_ids"])
+    in_order = list(batch_iterator(ds, 32, shuffle=False, loop=False))
+    assert len(in_order) == per_epoch
+    assert torch.equal(in_order[1]["input_ids"], torch.from_numpy(ds.input_ids[32:64].astype(np.int64)))
+    item = ds[5]
+    assert item["input_ids"].shape == (128,) and int(item["attention_mask"].sum()) == ds.lengths[5]
+
+
+def test_a_corpus_too_small_for_one_batch(tmp_path, synthetic):
+    (tmp_path / "tiny.txt").write_text("d0 p0 p1\n\nd1 p2\n")
+    ds = build_dataset(str(tmp_path / "tiny.txt"), synthetic[1], split="all", cache_dir=tmp_path,
+                       progress=False)
+    assert len(ds) == 2
+    with pytest.raises(ValueError, match="2 examples, fewer than one batch of 32"):
+        next(batch_iterator(ds, 32))
+
+
+# ------------------------------------------------------------------------------------ bad input
+def test_empty_corpus_and_empty_held_out_split(tmp_path, synthetic):
+    (tmp_path / "blank.txt").write_text("\n   \n\n")
+    with pytest.raises(ValueError, match=r"corpus '.*blank.txt.*' is empty"):
+        build_dataset(str(tmp_path / "blank.txt"), synthetic[1], cache_dir=tmp_path, progress=False)
+    (tmp_path / "one.txt").write_text("d0 p0\n")
+    with pytest.raises(ValueError, match="held-out fraction 0.02"):
+        build_dataset(str(tmp_path / "one.txt"), synthetic[1], split="heldout", cache_dir=tmp_path,
+                      progress=False)
+    with pytest.raises(ValueError, match="split must be"):
+        build_dataset(str(tmp_path / "one.txt"), synthetic[1], split="test", cache_dir=tmp_path)
+
+
+def test_skipped_and_repaired_files_are_reported_in_the_metadata(tmp_path, synthetic):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_bytes(b"d0 p0 p1 \xff\xfe p2\n")
+    (tmp_path / "d" / "b.txt").write_bytes(b"\x00\x01\x02binary")
+    ds = build_dataset(str(tmp_path / "d"), synthetic[1], split="all", cache_dir=tmp_path,
+                       progress=False)
+    stats = ds.metadata["read_stats"]
+    assert stats["replaced_sequences"] == 2 and list(stats["skipped_files"]) == [
+        str(tmp_path / "d" / "b.txt")]
+    # U+FFFD is dropped by BERT's normaliser: the rest of the line survives
+    assert synthetic[1].convert_ids_to_tokens(ds.input_ids[0][1:5]) == ["d0", "p0", "p1", "p2"]
+
+
+# ------------------------------------------------------------------ same text, same examples
+def test_data_dir_and_path_corpora_give_identical_examples(tmp_path, synthetic, monkeypatch):
+    text = (synthetic[0] / "corpus.txt").read_text()
+    with gzip.open(tmp_path / "copy.txt.gz", "wt") as f:
+        f.write(text)
+    (tmp_path / "data" / "pretrain-en").mkdir(parents=True)
+    (tmp_path / "copy.txt.gz").rename(tmp_path / "data" / "pretrain-en" / "part.txt.gz")
+    monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(tmp_path / "data"))
+    named = build_dataset("pretrain-en", synthetic[1], cache_dir=tmp_path / "c", progress=False)
+    path = build_dataset(str(synthetic[0] / "corpus.txt"), synthetic[1], cache_dir=tmp_path / "c",
+                         progress=False)
+    assert named.directory != path.directory and len(named) > 100
+    assert np.array_equal(named.input_ids, path.input_ids)
+
+
+@pytest.mark.integration
+def test_real_data_dir_and_path_give_identical_examples(data_dir, tmp_path):
+    """wikitext-2 by name (data dir) and the same files by glob; BERT vocabulary."""
+    tokenizer = WordPieceTokenizer.from_vocab_file(data_dir / "vocab" / "bert-base-uncased-vocab.txt")
+    named = build_dataset("wikitext-2", tokenizer, data_dir=data_dir, cache_dir=tmp_path,
+                          progress=False, num_workers=1)
+    files = str(data_dir / "wikitext-2-raw" / "wiki.*.raw.gz")
+    path = build_dataset(files, tokenizer, cache_dir=tmp_path, progress=False, num_workers=1)
+    assert len(named) > 1000 and np.array_equal(named.input_ids, path.input_ids)
+    ids = np.asarray(named.input_ids)
+    assert (ids[:, 0] == tokenizer.cls_id).all()
+    assert ((ids == tokenizer.sep_id).sum(1) >= 1).all() and (np.asarray(named.lengths) <= 128).all()
+    heldout = build_dataset(open_corpus("wikitext-2", data_dir=data_dir), tokenizer, split="heldout",
+                            cache_dir=tmp_path, progress=False, num_workers=1)
+    assert 0 < len(heldout) < 0.1 * len(named)
