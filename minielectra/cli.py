@@ -45,13 +45,13 @@ def cmd_evaluate(args) -> dict:
 def cmd_finetune(args) -> dict:
     from .finetune import finetune
     return finetune(args.checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
-                    overrides=args.set)
+                    overrides=args.set, max_train_examples=args.max_train_examples)
 
 
 def cmd_glue(args) -> dict:
     from .finetune import run_glue
     return run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, out=args.out,
-                    overrides=args.set)
+                    overrides=args.set, max_train_examples=args.max_train_examples)
 
 
 def cmd_convert(args) -> dict:
@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=1, help="runs; the median is the score")
+    p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs)")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_finetune)
 
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--tasks", nargs="+")
     p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs)")
     p.add_argument("--out")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_glue)

@@ -1,0 +1,553 @@
+"""Fine-tuning the discriminator on GLUE, the way the ELECTRA paper measured it.
+
+Paper section 3.1 and appendix Table 7; official code: google-research/electra
+``configure_finetuning.py``, ``finetune/classification/classification_tasks.py``,
+``model/optimization.py``. See ``ELECTRA_REFERENCE.md`` section 3. The recipe:
+
+- **Head**: the final ``[CLS]`` vector -> dropout 0.1 -> one linear layer (Glorot init). No pooler
+  and no extra dense layer (transformers' ``ElectraForSequenceClassification`` has one; we don't).
+- **Optimiser**: the official Adam (:class:`train.AdamWeightDecay`: no bias correction, eps 1e-6)
+  with decoupled weight decay 0 (the paper; the code's default is 0.01), global-norm clipping 1.0;
+  lr 3e-4 for Small, warmup over 10% of the steps, then linear decay to 0.
+- **Layer-wise lr decay 0.8**: a parameter at depth ``k`` (embeddings 0, layer ``i`` at ``i+1``,
+  head on top) gets ``lr * 0.8^(top - k)``. The official code puts the head one step too high, so
+  its top layer gets ``lr * 0.8^2`` (google-research/electra#51); ``layerwise_decay_official=True``
+  reproduces that.
+- **Data**: batch 32, length 128 (longest-first truncation), 3 epochs (10 for RTE and STS-B);
+  STS-B is regression on ``label / 5`` with MSE; MRPC and STS-B training sets are doubled with the
+  two segments swapped.
+- **Protocol**: the paper reports the median dev score over 10 runs (``seeds``).
+
+Axis letters: b batch, n sequence, d width, c classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from . import glue
+from .config import ModelConfig, TrainConfig, _from_dict, _parse
+from .glue import Example, Task
+from .train import AdamWeightDecay, lr_at
+from .transformer import Encoder
+
+# ------------------------------------------------------------------------------------ config
+
+
+@dataclass
+class FinetuneConfig:
+    """The paper's GLUE recipe for ELECTRA-Small; every official-code quirk is an option."""
+
+    learning_rate: float = 3e-4  # Small; the paper uses 1e-4 for Base, 5e-5 for Large
+    layerwise_decay: float = 0.8  # 1.0 turns layer-wise decay off
+    # False: the head gets lr, the top layer lr*0.8, ..., the embeddings lr*0.8^(L+1) (intended).
+    # True: the official code's off-by-one, top layer lr*0.8^2, embeddings lr*0.8^(L+2).
+    layerwise_decay_official: bool = False
+    weight_decay: float = 0.0  # paper Table 7; the official code's default is 0.01
+    warmup_fraction: float = 0.1
+    # "official": lr = peak * (1 - step/T) * min(1, step/warmup), as optimization.py computes it;
+    # "linear": ramp to the peak, then decay linearly from the peak to 0.
+    schedule: typing.Literal["official", "linear"] = "official"
+    batch_size: int = 32
+    eval_batch_size: int = 128
+    max_seq_len: int = 128
+    epochs: int = 0  # 0: the paper's per-task number (3; 10 for RTE and STS-B)
+    head_dropout: float = 0.1
+    # Dropout inside the encoder while fine-tuning (the official code uses 0.1 whatever the
+    # pre-training used); None keeps the checkpoint's own values.
+    encoder_dropout: float | None = 0.1
+    double_unordered: bool = True  # official name: MRPC and STS-B doubled with A, B swapped
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-6
+    bias_correction: bool = False  # the official AdamWeightDecayOptimizer has none
+    grad_clip: float = 1.0  # global norm; 0 disables
+    # Re-initialise the encoder at random (same shape and tokenizer): the no-pre-training baseline.
+    from_scratch: bool = False
+    vocab: str | None = None  # a vocab.txt for checkpoints that ship no tokenizer
+    device: str = "auto"
+    # CPU threads for this run (0: torch's default). Tiny models on a busy machine run faster
+    # on 1 thread than on 2 that wait on each other.
+    num_threads: int = 0
+
+    def validate(self) -> "FinetuneConfig":
+        for name in ("learning_rate", "batch_size", "eval_batch_size", "max_seq_len"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"finetune.{name} must be positive, got {getattr(self, name)}")
+        if not 0 < self.layerwise_decay <= 1:
+            raise ValueError(f"finetune.layerwise_decay must be in (0, 1], got "
+                             f"{self.layerwise_decay}")
+        if not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"finetune.warmup_fraction must be in [0, 1), got "
+                             f"{self.warmup_fraction}")
+        if self.epochs < 0:
+            raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
+        if self.schedule not in ("official", "linear"):
+            raise ValueError(f"finetune.schedule must be official|linear, got {self.schedule!r}")
+        return self
+
+
+def apply_finetune_overrides(cfg: FinetuneConfig, overrides: Iterable[str]) -> FinetuneConfig:
+    """Apply ``finetune.key=value`` strings, type-checked like :func:`config.apply_overrides`."""
+    hints = typing.get_type_hints(FinetuneConfig)
+    for item in overrides:
+        key, eq, raw = item.partition("=")
+        section, _, name = key.strip().rpartition(".")
+        if not eq or section != "finetune" or name not in hints:
+            raise KeyError(f"unknown fine-tuning override {item!r}; valid keys: "
+                           f"{sorted('finetune.' + n for n in hints)}")
+        setattr(cfg, name, _parse(raw.strip(), hints[name], key.strip()))
+    return cfg.validate()
+
+
+# ------------------------------------------------------------------------------------- model
+
+
+class SequenceClassifier(nn.Module):
+    """An ELECTRA encoder plus the paper's head: ``[CLS]`` -> dropout -> linear."""
+
+    def __init__(self, cfg: ModelConfig, num_labels: int, *, dropout: float = 0.1):
+        super().__init__()
+        self.config = cfg
+        self.encoder = Encoder(cfg)
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(cfg.hidden_size, num_labels)
+        nn.init.xavier_uniform_(self.head.weight)  # TF's default for tf.layers.dense: Glorot
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``(b, c)``; for regression ``c = 1``."""
+        h = self.encoder(input_ids, attention_mask, token_type_ids)  # (b, n, d)
+        return self.head(self.dropout(h[:, 0]))  # the [CLS] vector, (b, d) -> (b, c)
+
+
+def build_classifier(pretrained, task: Task, cfg: FinetuneConfig) -> SequenceClassifier:
+    """A classifier for ``task`` holding a copy of ``pretrained``'s discriminator encoder.
+
+    Seed torch before calling: the head (and, with ``from_scratch``, the encoder) is random.
+    """
+    mcfg = pretrained.config
+    if cfg.encoder_dropout is not None:
+        mcfg = dataclasses.replace(mcfg, dropout=cfg.encoder_dropout,
+                                   attention_dropout=cfg.encoder_dropout)
+    model = SequenceClassifier(mcfg, task.num_labels, dropout=cfg.head_dropout)
+    if cfg.from_scratch:  # the official initialisation of a fresh discriminator, same shape
+        from .electra import Electra
+        source = Electra(pretrained.config).discriminator.encoder
+    else:
+        source = pretrained.discriminator.encoder
+    model.encoder.load_state_dict(source.state_dict())
+    return model
+
+
+def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> list[dict]:
+    """Optimizer groups, one per (depth, decay) pair, each with its own peak ``lr``.
+
+    Depth 0 is the embeddings and their projection, depth ``i + 1`` encoder layer ``i``, and the
+    head sits at the top. No weight decay on biases and LayerNorm (1-d tensors), as officially.
+    """
+    num_layers = len(model.encoder.layers)
+    top = num_layers + (2 if cfg.layerwise_decay_official else 1)
+    depth_of = [(model.encoder.embeddings, 0), (model.encoder.embed_proj, 0)]
+    depth_of += [(layer, i + 1) for i, layer in enumerate(model.encoder.layers)]
+    depth_of += [(model.head, top)]
+    groups: dict[tuple[int, bool], dict] = {}
+    for module, depth in depth_of:
+        for p in module.parameters():
+            decay = p.ndim > 1 and cfg.weight_decay > 0
+            g = groups.setdefault((depth, decay), {
+                "params": [], "depth": depth, "weight_decay": cfg.weight_decay if decay else 0.0,
+                "lr": cfg.learning_rate * cfg.layerwise_decay ** (top - depth)})
+            g["params"].append(p)
+    covered = sum(p.numel() for g in groups.values() for p in g["params"])
+    assert covered == sum(p.numel() for p in model.parameters()), "a parameter has no group"
+    return list(groups.values())
+
+
+def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
+    """Multiplier of each group's peak lr at update ``step`` (0-based): the pre-training
+    schedule (:func:`train.lr_at`, same official quirk) over this run's ``total`` steps."""
+    return lr_at(step, TrainConfig(learning_rate=1.0, max_steps=total, warmup_steps=warmup,
+                                   schedule=schedule))
+
+
+# -------------------------------------------------------------------------------------- data
+
+
+def encode(tokenizer, examples: Sequence[Example], max_len: int) -> list[tuple[list, list]]:
+    """``[CLS] A [SEP] B [SEP]`` ids and segment ids, longest-first truncated, unpadded."""
+    return [tokenizer.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
+
+
+def collate(encoded: Sequence[tuple[list, list]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad to the longest sequence in the batch (not to 128: same result, less CPU time)."""
+    n = max(len(ids) for ids, _ in encoded)
+    input_ids = torch.full((len(encoded), n), pad_id, dtype=torch.long)
+    token_type_ids = torch.zeros((len(encoded), n), dtype=torch.long)
+    for row, (ids, types) in enumerate(encoded):
+        input_ids[row, :len(ids)] = torch.tensor(ids)
+        token_type_ids[row, :len(types)] = torch.tensor(types)
+    attention_mask = torch.zeros_like(input_ids)
+    for row, (ids, _) in enumerate(encoded):
+        attention_mask[row, :len(ids)] = 1
+    return {"input_ids": input_ids, "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids}
+
+
+def _loss(task: Task, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    if task.is_regression:  # official: MSE on the score scaled to [0, 1]
+        return F.mse_loss(logits.squeeze(-1).float(), labels.float() / 5.0)
+    return F.cross_entropy(logits.float(), labels.long())
+
+
+def _to_outputs(task: Task, logits: torch.Tensor) -> np.ndarray:
+    """Class ids, or STS-B scores back on the 0-5 scale."""
+    if task.is_regression:
+        return (logits.squeeze(-1).float() * 5.0).cpu().numpy()
+    return logits.argmax(-1).cpu().numpy()
+
+
+@dataclass
+class TaskData:
+    """A task's examples, tokenised once and shared by every seed."""
+
+    train: list[tuple[list, list]]
+    train_labels: list
+    dev: list[tuple[list, list]]
+    dev_labels: list
+    raw_train_examples: int  # before MRPC/STS-B doubling
+
+
+def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
+                 max_train_examples: int | None = None) -> TaskData:
+    train = glue.load_split(task, "train", data_dir=data_dir, max_examples=max_train_examples)
+    dev = glue.load_split(task, "dev", data_dir=data_dir)
+    raw = len(train)
+    if task.swap_augment and cfg.double_unordered:
+        train = glue.swap_segments(train)
+    return TaskData(encode(tokenizer, train, cfg.max_seq_len), [e.label for e in train],
+                    encode(tokenizer, dev, cfg.max_seq_len), [e.label for e in dev], raw)
+
+
+# ------------------------------------------------------------------------- train and evaluate
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg: FinetuneConfig,
+                     *, seed: int, pad_id: int, progress: bool = True) -> dict[str, Any]:
+    """The recipe's optimisation loop; data order from a generator seeded with ``seed``."""
+    device = next(model.parameters()).device
+    gen = torch.Generator().manual_seed(seed)
+    n, bs = len(data.train), cfg.batch_size
+    epochs = cfg.epochs or task.epochs
+    total = math.ceil(n / bs) * epochs
+    warmup = int(cfg.warmup_fraction * total)
+    opt = AdamWeightDecay(layerwise_param_groups(model, cfg), lr=cfg.learning_rate,
+                          betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
+                          bias_correction=cfg.bias_correction)
+    peaks = [g["lr"] for g in opt.param_groups]
+    labels = torch.tensor(data.train_labels,
+                          dtype=torch.float32 if task.is_regression else torch.long)
+    model.train()
+    losses, step = [], 0
+    with tqdm(total=total, desc=f"{task.name} seed {seed}", disable=not progress) as bar:
+        for _ in range(epochs):
+            for idx in torch.randperm(n, generator=gen).split(bs):
+                batch = {k: v.to(device) for k, v in
+                         collate([data.train[i] for i in idx], pad_id).items()}
+                for group, peak in zip(opt.param_groups, peaks):
+                    group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
+                loss = _loss(task, model(**batch), labels[idx].to(device))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.grad_clip > 0:
+                    nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                opt.step()
+                losses.append(loss.item())
+                step += 1
+                bar.update()
+                bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", refresh=False)
+    return {"epochs": epochs, "steps": total, "warmup_steps": warmup,
+            "final_train_loss": float(np.mean(losses[-20:]))}
+
+
+@torch.no_grad()
+def predict_batches(model: SequenceClassifier, task: Task, encoded: Sequence[tuple[list, list]],
+                    *, pad_id: int, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """``(outputs, logits)`` in input order: class ids (or 0-5 scores) and raw logits ``(N, c)``.
+
+    Batches are built from length-sorted inputs, so little time goes into padding.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+    logits = torch.empty(len(encoded), model.head.out_features)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch = {k: v.to(device) for k, v in collate([encoded[i] for i in idx], pad_id).items()}
+        logits[idx] = model(**batch).float().cpu()
+    return _to_outputs(task, logits), logits.numpy()
+
+
+def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: FinetuneConfig, *,
+             pad_id: int) -> dict[str, float]:
+    """Every metric of ``task`` on its dev set, in percent."""
+    outputs, _ = predict_batches(model, task, data.dev, pad_id=pad_id,
+                                 batch_size=cfg.eval_batch_size)
+    return glue.compute_metrics(task, outputs, np.asarray(data.dev_labels))
+
+
+# ------------------------------------------------------------------------------ save and load
+
+_WEIGHTS, _META = "model.safetensors", "finetune.json"
+
+
+def save_finetuned(model: SequenceClassifier, tokenizer, task: Task, cfg: FinetuneConfig,
+                   path: str | Path, *, result: dict | None = None) -> Path:
+    """Write weights, the model and fine-tuning configs, the tokenizer and the dev result."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, path / _WEIGHTS)
+    meta = {"task": task.name, "num_labels": task.num_labels, "label_names": task.label_names,
+            "model": dataclasses.asdict(model.config), "finetune": dataclasses.asdict(cfg),
+            "result": result}
+    (path / _META).write_text(json.dumps(meta, indent=2) + "\n")
+    tokenizer.save(path)
+    return path
+
+
+@dataclass
+class Finetuned:
+    """A fine-tuned model ready for :func:`predict`."""
+
+    model: SequenceClassifier
+    tokenizer: Any
+    task: Task
+    config: FinetuneConfig
+
+
+def load_finetuned(path: str | Path, *, device: str = "cpu") -> Finetuned:
+    from safetensors.torch import load_file
+
+    from .tokenizer import WordPieceTokenizer
+
+    path = Path(path)
+    if not (path / _META).is_file():
+        raise FileNotFoundError(f"{path} is not a fine-tuned model: no {_META} (written by "
+                                "`minielectra finetune --out DIR`)")
+    meta = json.loads((path / _META).read_text())
+    task = glue.get_task(meta["task"])
+    cfg = _from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
+    model = SequenceClassifier(_from_dict(ModelConfig, meta["model"], prefix="model."),
+                               meta["num_labels"], dropout=cfg.head_dropout)
+    model.load_state_dict(load_file(path / _WEIGHTS))
+    return Finetuned(model.to(device).eval(), WordPieceTokenizer.load(path), task, cfg)
+
+
+def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | tuple[str, str | None]],
+            *, batch_size: int = 128) -> list[dict[str, Any]]:
+    """Score new sentences or sentence pairs with a fine-tuned model.
+
+    Classification: ``{"label", "label_id", "probabilities": {name: p}}``; STS-B:
+    ``{"score"}`` on the 0-5 scale.
+    """
+    ft = finetuned if isinstance(finetuned, Finetuned) else load_finetuned(finetuned)
+    examples = [Example(p, None, 0) if isinstance(p, str) else Example(p[0], p[1], 0)
+                for p in pairs]
+    encoded = encode(ft.tokenizer, examples, ft.config.max_seq_len)
+    outputs, logits = predict_batches(ft.model, ft.task, encoded, pad_id=ft.tokenizer.pad_id,
+                                      batch_size=batch_size)
+    if ft.task.is_regression:
+        return [{"score": float(s)} for s in outputs]
+    probs = torch.from_numpy(logits).softmax(-1).numpy()
+    names = ft.task.label_names
+    return [{"label": names[c], "label_id": int(c),
+             "probabilities": {n: float(p) for n, p in zip(names, row)}}
+            for c, row in zip(outputs, probs)]
+
+
+# ------------------------------------------------------------------------ the library entry points
+
+
+def load_pretrained(checkpoint):
+    """An :class:`Electra` from a checkpoint directory (minielectra or transformers), or as is."""
+    if isinstance(checkpoint, nn.Module):
+        return checkpoint
+    from .electra import Electra
+    return Electra.from_pretrained(checkpoint)
+
+
+def get_tokenizer(pretrained, cfg: FinetuneConfig):
+    """``finetune.vocab`` if set, else the tokenizer that came with the checkpoint."""
+    if cfg.vocab:
+        from .tokenizer import WordPieceTokenizer
+        tokenizer = WordPieceTokenizer.from_vocab_file(cfg.vocab)
+    elif getattr(pretrained, "tokenizer", None) is not None:
+        tokenizer = pretrained.tokenizer
+    else:
+        raise ValueError("the checkpoint has no tokenizer; pass one with "
+                         "--set finetune.vocab=PATH/vocab.txt")
+    if tokenizer.vocab_size > pretrained.config.vocab_size:
+        raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens but the model only "
+                         f"{pretrained.config.vocab_size} embeddings")
+    return tokenizer
+
+
+def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneConfig, *,
+             seed: int, out: Path | None, progress: bool, save_model: bool) -> dict[str, Any]:
+    torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
+    model = build_classifier(pretrained, task, cfg).to(_device(cfg.device))
+    t0 = time.perf_counter()
+    info = train_classifier(model, task, data, cfg, seed=seed, pad_id=tokenizer.pad_id,
+                            progress=progress)
+    t1 = time.perf_counter()
+    metrics = evaluate(model, task, data, cfg, pad_id=tokenizer.pad_id)
+    run = {"seed": seed, "score": metrics[task.metric], "metrics": metrics, **info,
+           "train_seconds": round(t1 - t0, 2),
+           "eval_seconds": round(time.perf_counter() - t1, 2)}
+    if out is not None and save_model:
+        save_finetuned(model, tokenizer, task, cfg, out, result=run)
+    return run
+
+
+def _summarise(task: Task, runs: list[dict], data: TaskData, cfg: FinetuneConfig,
+               checkpoint: str | None) -> dict[str, Any]:
+    """The JSON of a ``finetune`` call: the median over runs is the score (paper protocol)."""
+    scores = [r["score"] for r in runs]
+    return {
+        "task": task.name, "metric": task.metric, "metric_name": glue.METRIC_NAMES[task.metric],
+        "score": float(np.median(scores)),
+        "metrics": {m: float(np.median([r["metrics"][m] for r in runs])) for m in task.metrics},
+        "scores": scores, "median": float(np.median(scores)), "std": float(np.std(scores)),
+        "seeds": [r["seed"] for r in runs], "checkpoint": checkpoint,
+        "train_examples": data.raw_train_examples, "train_examples_used": len(data.train),
+        "dev_examples": len(data.dev), "config": dataclasses.asdict(cfg), "runs": runs,
+    }
+
+
+def finetune(checkpoint, task: str, *, out: str | Path | None = None, seed: int = 0,
+             seeds: int = 1, overrides: Sequence[str] = (), data_dir: str | Path | None = None,
+             max_train_examples: int | None = None, progress: bool = True,
+             save_model: bool = True) -> dict[str, Any]:
+    """Fine-tune ``checkpoint`` on one GLUE task ``seeds`` times (seeds ``seed``, ``seed + 1``,
+    ...) and score each run on the dev set; the result's ``score`` is the median (the paper's
+    protocol). With ``out``, writes ``result.json`` and the fine-tuned model(s) there (one
+    ``seed-N/`` folder each when ``seeds > 1``)."""
+    task = glue.get_task(task)
+    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    pretrained = load_pretrained(checkpoint)
+    if cfg.max_seq_len > pretrained.config.max_position_embeddings:
+        raise ValueError(f"finetune.max_seq_len {cfg.max_seq_len} exceeds the model's "
+                         f"max_position_embeddings {pretrained.config.max_position_embeddings}")
+    tokenizer = get_tokenizer(pretrained, cfg)
+    data = prepare_data(task, tokenizer, cfg, data_dir=data_dir,
+                        max_train_examples=max_train_examples)
+    out = None if out is None else Path(out)
+    threads = torch.get_num_threads()
+    if cfg.num_threads > 0:
+        torch.set_num_threads(cfg.num_threads)
+    try:
+        runs = [_run_one(pretrained, tokenizer, task, data, cfg, seed=s, progress=progress,
+                         save_model=save_model,
+                         out=None if out is None else (out if seeds == 1 else out / f"seed-{s}"))
+                for s in range(seed, seed + seeds)]
+    finally:
+        torch.set_num_threads(threads)
+    result = _summarise(task, runs, data, cfg,
+                        None if isinstance(checkpoint, nn.Module) else str(checkpoint))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def glue_table(results: dict[str, dict], *, name: str = "model",
+               missing: dict[str, str] | None = None) -> tuple[str, float | None, float | None]:
+    """The paper's Table 1/8 layout as Markdown; returns ``(markdown, glue_score, partial)``.
+
+    ``glue_score`` is the mean over the 8 GLUE tasks (None unless all ran); ``partial`` is the
+    mean over those that did (the paper never reports it; we mark it with an asterisk).
+    """
+    columns = list(glue.GLUE_TASKS) + [t for t in results if t not in glue.GLUE_TASKS]
+    scores = [results[t]["score"] for t in glue.GLUE_TASKS if t in results]
+    full = float(np.mean(scores)) if len(scores) == len(glue.GLUE_TASKS) else None
+    partial = float(np.mean(scores)) if scores else None
+    avg = "–" if partial is None else (f"{full:.1f}" if full is not None else f"{partial:.1f}*")
+    cells = [f"{results[t]['score']:.1f}" if t in results else "–" for t in columns]
+    head = [glue.get_task(t).display for t in columns] + ["GLUE"]
+    lines = ["| model | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|",
+             f"| {name} | " + " | ".join(cells + [avg]) + " |", ""]
+    runs = sorted({len(r["scores"]) for r in results.values()})
+    lines.append("GLUE dev sets: Matthews corr. (CoLA), Spearman corr. (STS-B), accuracy "
+                 f"(others); median of {'/'.join(map(str, runs)) or '0'} run(s) per task. "
+                 "GLUE = mean of the 8 tasks without WNLI.")
+    if full is None:
+        lines.append(f"\\* mean of the {len(scores)} task(s) run, not a GLUE score.")
+    for t, why in (missing or {}).items():
+        lines.append(f"- {glue.get_task(t).display} not run: {why}")
+    return "\n".join(lines) + "\n", full, partial
+
+
+def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, seed: int = 0,
+             out: str | Path | None = None, overrides: Sequence[str] = (),
+             data_dir: str | Path | None = None, max_train_examples: int | None = None,
+             progress: bool = True, save_models: bool = False, skip_missing: bool = True,
+             name: str | None = None) -> dict[str, Any]:
+    """Fine-tune on several tasks (default: the 8 of the GLUE score) and tabulate them.
+
+    A task whose data is absent is skipped and listed (``skip_missing``), so an offline data dir
+    without MNLI/QQP still yields the other columns. With ``out``: ``glue.json``, ``glue.md``
+    and one folder per task.
+    """
+    names = [glue.get_task(t).name for t in (tasks or glue.GLUE_TASKS)]
+    pretrained = load_pretrained(checkpoint)  # once for all tasks
+    results, missing = {}, {}
+    for t in names:
+        try:
+            results[t] = finetune(pretrained, t, seed=seed, seeds=seeds, overrides=overrides,
+                                  data_dir=data_dir, max_train_examples=max_train_examples,
+                                  progress=progress, save_model=save_models,
+                                  out=None if out is None else Path(out) / t)
+            if not isinstance(checkpoint, nn.Module):  # finetune() only saw the loaded model
+                results[t]["checkpoint"] = str(checkpoint)
+                if out is not None:
+                    (Path(out) / t / "result.json").write_text(
+                        json.dumps(results[t], indent=2) + "\n")
+        except glue.GlueDataError as e:
+            if not skip_missing:
+                raise
+            missing[t] = str(e)
+    label = name or (Path(checkpoint).name if not isinstance(checkpoint, nn.Module) else "model")
+    table, full, partial = glue_table(results, name=label, missing=missing)
+    summary = {"checkpoint": None if isinstance(checkpoint, nn.Module) else str(checkpoint),
+               "glue_score": full, "partial_average": partial,
+               "scores": {t: r["score"] for t, r in results.items()},
+               "missing": missing, "table": table, "tasks": results}
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "glue.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (Path(out) / "glue.md").write_text(table)
+    return summary
