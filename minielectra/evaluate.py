@@ -1,0 +1,176 @@
+"""Held-out evaluation of a pre-trained ELECTRA: how well does the discriminator spot fakes?
+
+The generator corrupts held-out text exactly as in training (mask 15%, sample replacements), with
+a *fixed* seed so that the same checkpoint always gets the same numbers. We then score:
+
+- ``disc_auc``: ROC-AUC of the discriminator's P(replaced) over every non-padding token. It is
+  threshold-free, so it compares checkpoints fairly even when the replaced tokens are rare
+  (about 1 token in 10 early on, fewer once the generator gets good). Computed exactly from ranks
+  (Mann-Whitney U; tied scores get their average rank), see :func:`roc_auc`.
+- ``disc_accuracy``, ``disc_precision``, ``disc_recall``: at threshold P = 0.5, with *replaced*
+  as the positive class.
+- ``gen_accuracy``: the generator's masked-LM accuracy at the masked positions.
+- ``disc_auc_text``: the same AUC without the [CLS] and [SEP] tokens. They are never replaced,
+  so once the discriminator knows that they rank below everything, which lifts ``disc_auc`` the
+  more the shorter the sequences are (3 of 16 tokens at length 16). This one is the fair number
+  across sequence lengths.
+- ``replaced_fraction``: the share of tokens that were actually replaced (a sample equal to the
+  original counts as original, paper section 2), ``masked_fraction``, the two losses, ``examples``.
+
+:func:`evaluate` loads a checkpoint and its held-out split; :func:`evaluate_model` is what the
+training loop calls on the model in memory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+import torch
+
+from .config import RunConfig
+from .electra import Electra
+from .train import autocast, latest_checkpoint
+
+
+def roc_auc(scores, labels) -> float:
+    """Exact ROC-AUC: the probability that a random positive outscores a random negative.
+
+    By ranks (Mann-Whitney): ``(sum of positive ranks - P (P + 1) / 2) / (P N)``, where tied
+    scores share the mean of their ranks, which counts a positive-negative tie as 1/2. ``nan``
+    when one class is absent.
+    """
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    labels = np.asarray(labels).ravel().astype(bool)
+    n_pos = int(labels.sum())
+    n_neg = labels.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    last = np.cumsum(counts)  # 1-based rank of the last member of each group of equal scores
+    mean_rank = last - (counts - 1) / 2.0  # the average of ranks last-count+1 .. last
+    rank_sum = mean_rank[inverse][labels].sum()
+    return float((rank_sum - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def heldout_batches(dataset, *, batch_size: int, max_examples: int | None = None,
+                    device: torch.device | str = "cpu") -> Iterator[dict[str, torch.Tensor]]:
+    """The first ``max_examples`` examples of a ``PretrainingDataset`` in order, batched; the
+    last batch may be smaller (training batches drop it, evaluation must not)."""
+    total = len(dataset) if max_examples is None else min(max_examples, len(dataset))
+    n = dataset.input_ids.shape[1]
+    for i in range(0, total, batch_size):
+        rows = slice(i, min(i + batch_size, total))
+        lengths = torch.from_numpy(np.asarray(dataset.lengths[rows], np.int64))
+        batch = {  # (b, n) each
+            "input_ids": torch.from_numpy(np.asarray(dataset.input_ids[rows], np.int64)),
+            "attention_mask": (torch.arange(n) < lengths[:, None]).long(),
+            "token_type_ids": torch.from_numpy(np.asarray(dataset.token_type_ids[rows], np.int64)),
+        }
+        yield {k: v.to(device) for k, v in batch.items()}
+
+
+@torch.no_grad()
+def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *, seed: int = 0,
+                   precision: str = "fp32") -> dict[str, Any]:
+    """Corrupt ``batches`` with a generator seeded by ``seed`` and score the discriminator."""
+    was_training = model.training
+    model.eval()  # no dropout: the result depends only on the weights, the data and the seed
+    device = next(model.parameters()).device
+    rng = torch.Generator(device=device).manual_seed(seed)
+    scores, labels, text = [], [], []
+    specials = torch.tensor([model.config.cls_token_id, model.config.sep_token_id], device=device)
+    n = dict(examples=0, tokens=0, masked=0, replaced=0, predicted=0, true_pos=0, correct=0,
+             gen_correct=0, gen_loss=0.0, disc_loss=0.0)
+    for batch in batches:
+        mask = batch["attention_mask"]
+        with autocast(device, precision):
+            out = model(batch["input_ids"], mask, batch["token_type_ids"], generator=rng)
+        real = mask.bool()
+        logits, replaced = out.disc_logits.float()[real], out.is_replaced[real]  # (tokens,)
+        pred = logits > 0  # P(replaced) > 0.5
+        w = out.masked.weights
+        scores.append(logits.cpu())  # the logit ranks tokens as P(replaced) does
+        labels.append(replaced.cpu())
+        text.append(~torch.isin(out.corrupted_ids[real], specials).cpu())
+        tokens, masked = int(real.sum()), float(w.sum())
+        n["examples"] += len(mask)
+        n["tokens"] += tokens
+        n["masked"] += masked
+        n["replaced"] += int(replaced.sum())
+        n["predicted"] += int(pred.sum())
+        n["true_pos"] += int((pred & replaced).sum())
+        n["correct"] += int((pred == replaced).sum())
+        n["gen_correct"] += float(((out.gen_logits.argmax(-1) == out.masked.targets) * w).sum())
+        n["gen_loss"] += float(out.gen_loss) * masked  # the batch means, re-weighted to a total
+        n["disc_loss"] += float(out.disc_loss) * tokens
+    model.train(was_training)
+    if not n["tokens"]:
+        raise ValueError("evaluation got no examples (is the held-out split empty?)")
+    scores_all, labels_all = torch.cat(scores).numpy(), torch.cat(labels).numpy()
+    is_text = torch.cat(text).numpy()
+    return {
+        "disc_auc": roc_auc(scores_all, labels_all),
+        "disc_auc_text": roc_auc(scores_all[is_text], labels_all[is_text]),
+        "disc_accuracy": n["correct"] / n["tokens"],
+        "disc_precision": n["true_pos"] / max(n["predicted"], 1),
+        "disc_recall": n["true_pos"] / max(n["replaced"], 1),
+        "gen_accuracy": n["gen_correct"] / max(n["masked"], 1),
+        "replaced_fraction": n["replaced"] / n["tokens"],
+        "masked_fraction": n["masked"] / n["tokens"],
+        "gen_loss": n["gen_loss"] / max(n["masked"], 1),
+        "disc_loss": n["disc_loss"] / n["tokens"],
+        "examples": n["examples"],
+        "tokens": n["tokens"],
+    }
+
+
+def resolve_checkpoint(checkpoint: str | Path) -> Path:
+    """A checkpoint directory, or a run directory (its latest checkpoint)."""
+    path = Path(checkpoint)
+    if (path / "config.json").is_file() and any(path.glob("model.*")):
+        return path
+    latest = latest_checkpoint(path)
+    if latest is None:
+        raise FileNotFoundError(f"{checkpoint}: not a checkpoint directory, nor a run directory "
+                                "with checkpoints/step_*")
+    return latest
+
+
+def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
+             max_examples: int | None = None, batch_size: int = 64, seed: int = 0,
+             device: str = "auto", progress: bool = False) -> dict[str, Any]:
+    """Held-out metrics of a checkpoint (``minielectra evaluate``), as a JSON-ready dict.
+
+    The data settings (corpus, sequence length, held-out fraction, seed) come from the
+    checkpoint's ``run_config.json`` when it has one, so the held-out documents are the ones the
+    run never trained on; ``corpus`` evaluates on the held-out split of another corpus instead.
+    """
+    from .corpus import open_corpus
+    from .pretraining_data import build_dataset
+
+    path = resolve_checkpoint(checkpoint)
+    model = Electra.from_pretrained(path)
+    if model.tokenizer is None:
+        raise FileNotFoundError(f"{path}: the checkpoint has no vocab.txt to tokenize text with")
+    run_file = path / "run_config.json"
+    cfg = RunConfig.load(run_file) if run_file.is_file() else RunConfig()
+    if run_file.is_file():
+        model.objective = cfg.objective
+    else:  # e.g. an imported transformers checkpoint: default data settings, its positions
+        cfg.data.max_seq_len = min(128, model.config.max_position_embeddings)
+    d = cfg.data
+    spec = corpus or d.corpus
+    dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
+                       "cpu" if device == "auto" else device)
+    dataset = build_dataset(open_corpus(spec), model.tokenizer, max_seq_len=d.max_seq_len,
+                            split="heldout", held_out_fraction=d.held_out_fraction,
+                            seed=cfg.train.seed, short_seq_prob=d.short_seq_prob,
+                            single_segment_prob=d.single_segment_prob, cache_dir=d.cache_dir,
+                            num_workers=d.num_workers, progress=progress)
+    model.to(dev)
+    batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
+                              device=dev)
+    result = evaluate_model(model, batches, seed=seed)
+    return {"checkpoint": str(path), "corpus": spec, "seed": seed, **result}
