@@ -1,31 +1,44 @@
 """Held-out discriminator ROC-AUC against wall-clock time, for the CPU presets.
 
 Learners should *see* the discriminator learn, so the ``nano`` and ``mini`` presets are tuned for
-AUC per minute on a 2-core CPU. This script measures that: it runs :func:`minielectra.train.pretrain`
-with periodic held-out evaluation and records ``(elapsed seconds, step, disc_auc, ...)`` from the
-run's ``metrics.jsonl``. The wall clock starts when ``pretrain`` is called, so data preparation and
-tokenizer training are included (and are printed separately).
+AUC per minute on a 2-core CPU. This script measures that: it runs
+:func:`minielectra.train.pretrain` with periodic held-out evaluation and records
+``(elapsed seconds, step, disc_auc, disc_auc_text, ...)`` from the run's ``metrics.jsonl``. The
+wall clock starts when ``pretrain`` is called, so data preparation and tokenizer training are
+included.
 
 Targets (the issue): ``nano`` >= 0.65 held-out AUC after its 5-minute job; ``mini`` >= 0.85
-within 60 minutes. Writes ``learning_curve.json`` and, with plotly, ``learning_curve.html``.
+within 60 minutes. Writes ``learning_curve_<presets>.json`` and, with plotly, the same ``.html``
+into ``--out`` (run directories go to ``--runs``).
 
     python benchmarks/bench_learning_curve.py --presets nano                  # ~5 min
     python benchmarks/bench_learning_curve.py --presets mini --eval-every 250  # up to 60 min
     python benchmarks/bench_learning_curve.py --from-runs runs/nano runs/mini  # re-plot only
 
 Timings depend on the machine and on anything else running on it; the JSON records the CPU
-count, torch threads and load average at the start so that a reader can judge.
+count, torch threads and load average at the start so that a reader can judge. Idle OpenMP
+threads are set to sleep (``OMP_WAIT_POLICY=PASSIVE``) before torch is imported: with spinning
+threads, a 2-core machine shared with one other busy process ran ``nano`` ~10x slower.
+``mini`` reads ``pretrain-en`` from the data dir (``MINIELECTRA_DATA_DIR``, default
+``../shared/data`` beside the repository when it exists).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
-import sys
-import time
-from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (see above)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+if "MINIELECTRA_DATA_DIR" not in os.environ and (REPO.parent / "shared" / "data").is_dir():
+    os.environ["MINIELECTRA_DATA_DIR"] = str(REPO.parent / "shared" / "data")
 
 TARGETS = {"nano": 0.65, "mini": 0.85}
 
@@ -35,28 +48,30 @@ def read_curve(run_dir: Path) -> dict:
     records = [json.loads(line) for line in open(run_dir / "metrics.jsonl") if line.strip()]
     evals = [r for r in records if r["kind"] == "eval"]
     config = json.loads((run_dir / "config.json").read_text())
-    keys = ("step", "elapsed_s", "disc_auc", "disc_accuracy", "gen_accuracy",
+    keys = ("step", "elapsed_s", "disc_auc", "disc_auc_text", "disc_accuracy", "gen_accuracy",
             "replaced_fraction", "disc_loss", "gen_loss")
     train = [r for r in records if r["kind"] == "train"]
     return {
         "preset": config["preset"], "run_dir": str(run_dir),
-        "points": [{k: r[k] for k in keys} for r in evals],
+        "points": [{k: r.get(k) for k in keys} for r in evals],
         "final_auc": evals[-1]["disc_auc"] if evals else None,
+        "final_auc_text": evals[-1].get("disc_auc_text") if evals else None,
         "final_step": evals[-1]["step"] if evals else None,
         "first_train_log_s": train[0]["elapsed_s"] if train else None,
-        "mean_tokens_per_s": (sum(r["tokens_per_s"] for r in train) / len(train)) if train else None,
+        "mean_tokens_per_s": (sum(r["tokens_per_s"] for r in train) / len(train)
+                              if train else None),
         "target_auc": TARGETS.get(config["preset"]),
         "config": config,
     }
 
 
-def run(preset_name: str, out_root: Path, *, minutes: float | None, eval_every: int | None,
+def run(preset_name: str, runs_root: Path, *, minutes: float | None, eval_every: int | None,
         overrides: list[str]) -> dict:
     from minielectra.config import apply_overrides, preset
     from minielectra.train import pretrain
 
     cfg = preset(preset_name)
-    run_dir = out_root / preset_name
+    run_dir = runs_root / preset_name
     extra = [f"train.out_dir={run_dir}"]
     if minutes is not None:
         extra.append(f"train.max_minutes={minutes}")
@@ -83,6 +98,10 @@ def plot(curves: list[dict], path: Path) -> Path | None:
         fig.add_trace(go.Scatter(x=xs, y=[p["disc_auc"] for p in c["points"]],
                                  mode="lines+markers", name=f"{c['preset']} (held-out AUC)",
                                  text=[f"step {p['step']}" for p in c["points"]]))
+        if any(p.get("disc_auc_text") is not None for p in c["points"]):
+            fig.add_trace(go.Scatter(x=xs, y=[p.get("disc_auc_text") for p in c["points"]],
+                                     mode="lines", line_dash="dot",
+                                     name=f"{c['preset']} (AUC without [CLS]/[SEP])"))
         if c.get("target_auc"):
             fig.add_hline(y=c["target_auc"], line_dash="dash",
                           annotation_text=f"{c['preset']} target {c['target_auc']}")
@@ -99,7 +118,8 @@ def main(argv=None) -> int:
     p.add_argument("--presets", nargs="+", default=["nano"])
     p.add_argument("--minutes", type=float, help="override train.max_minutes")
     p.add_argument("--eval-every", type=int, help="override train.eval_every (steps)")
-    p.add_argument("--out", default="benchmarks/results/learning_curve")
+    p.add_argument("--out", default="benchmarks/results", help="where the JSON and HTML go")
+    p.add_argument("--runs", default="runs/bench", help="run directories (checkpoints, logs)")
     p.add_argument("--set", action="append", default=[], help="extra config overrides")
     p.add_argument("--from-runs", nargs="+", help="only read these run dirs and plot")
     args = p.parse_args(argv)
@@ -110,20 +130,23 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     machine = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                "torch": torch.__version__, "python": platform.python_version(),
-               "load_average_at_start": os.getloadavg(), "cuda": torch.cuda.is_available()}
+               "load_average_at_start": os.getloadavg(), "cuda": torch.cuda.is_available(),
+               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
     if args.from_runs:
         curves = [read_curve(Path(d)) for d in args.from_runs]
     else:
-        curves = [run(name, out, minutes=args.minutes, eval_every=args.eval_every,
+        curves = [run(name, Path(args.runs), minutes=args.minutes, eval_every=args.eval_every,
                       overrides=args.set) for name in args.presets]
     report = {"benchmark": "learning_curve", "machine": machine, "curves": curves}
-    (out / "learning_curve.json").write_text(json.dumps(report, indent=2) + "\n")
-    html = plot(curves, out / "learning_curve.html")
-    summary = {c["preset"]: {"final_auc": c["final_auc"], "final_step": c["final_step"],
+    stem = "learning_curve_" + "_".join(c["preset"] for c in curves)
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    html = plot(curves, out / f"{stem}.html")
+    summary = {c["preset"]: {"final_auc": c["final_auc"], "final_auc_text": c["final_auc_text"],
+                             "final_step": c["final_step"],
                              "wall_s": c.get("wall_s"), "target_auc": c["target_auc"],
                              "reached": (c["final_auc"] or 0) >= (c["target_auc"] or 0)}
                for c in curves}
-    print(json.dumps({"summary": summary, "json": str(out / "learning_curve.json"),
+    print(json.dumps({"summary": summary, "json": str(out / f"{stem}.json"),
                       "html": str(html) if html else None}, indent=2))
     return 0
 

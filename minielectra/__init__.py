@@ -4,6 +4,13 @@
     >>> model = Electra(ElectraConfig(vocab_size=1000, hidden_size=64, num_heads=2))
 """
 
+import os
+
+# Idle OpenMP threads sleep instead of spinning. Must be set before torch is first imported. On the
+# 2-core machines this project is tuned on, spinning threads made `nano` ~10x slower whenever one
+# other busy process shared the CPU (benchmarks/bench_learning_curve.py). Set it yourself to override.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from .config import (DataConfig, ModelConfig, ObjectiveConfig, RunConfig, TrainConfig,
                      apply_overrides, preset, PRESETS)
 from .electra import Discriminator, Electra, ElectraOutput, Generator

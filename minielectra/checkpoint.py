@@ -192,10 +192,24 @@ def save_pretrained(model: "Electra", path: str | Path, *,
     return path
 
 
+# The checkpoint shipped inside the package (see its MODEL_CARD.md): what notebooks, the
+# visualisation and ``--checkpoint bundled`` use when no checkpoint is given.
+BUNDLED = Path(__file__).parent / "assets" / "bundled"
+
+
+def resolve_bundled(path: str | Path) -> Path:
+    """``"bundled"`` -> the packaged checkpoint; any other path unchanged."""
+    if str(path) == "bundled":
+        if not (BUNDLED / CONFIG).is_file():
+            raise FileNotFoundError(f"the bundled checkpoint is missing from {BUNDLED}")
+        return BUNDLED
+    return Path(path)
+
+
 def load_pretrained(path: str | Path, *, generator: str | Path | None = None) -> "Electra":
-    """A minielectra checkpoint directory, or transformers ELECTRA directories (see
-    :func:`minielectra.hf.load`, which ``generator=`` is passed to)."""
-    path = Path(path)
+    """A minielectra checkpoint directory (or ``"bundled"``), or transformers ELECTRA
+    directories (see :func:`minielectra.hf.load`, which ``generator=`` is passed to)."""
+    path = resolve_bundled(path)
     if not path.is_dir():
         leftovers = sorted(path.parent.glob(f".{path.name}.old-*/checkpoint"))
         hint = (f"; an interrupted save left the previous checkpoint at {leftovers[-1]}"

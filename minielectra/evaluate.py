@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 import torch
 
+from .checkpoint import resolve_bundled
 from .config import RunConfig
 from .electra import Electra
 from .train import autocast, latest_checkpoint
@@ -56,17 +57,20 @@ def roc_auc(scores, labels) -> float:
 
 def heldout_batches(dataset, *, batch_size: int, max_examples: int | None = None,
                     device: torch.device | str = "cpu") -> Iterator[dict[str, torch.Tensor]]:
-    """The first ``max_examples`` examples of a ``PretrainingDataset`` in order, batched; the
-    last batch may be smaller (training batches drop it, evaluation must not)."""
-    total = len(dataset) if max_examples is None else min(max_examples, len(dataset))
+    """Batches of a ``PretrainingDataset`` in order, without shuffling; the last batch may be
+    smaller (training batches drop it, evaluation must not). ``max_examples`` picks evenly spaced
+    examples, so that a subset still covers every held-out document."""
+    rows = np.arange(len(dataset))
+    if max_examples is not None and max_examples < len(dataset):
+        rows = np.linspace(0, len(dataset) - 1, max_examples).round().astype(np.int64)
     n = dataset.input_ids.shape[1]
-    for i in range(0, total, batch_size):
-        rows = slice(i, min(i + batch_size, total))
-        lengths = torch.from_numpy(np.asarray(dataset.lengths[rows], np.int64))
+    for i in range(0, len(rows), batch_size):
+        index = rows[i:i + batch_size]
+        lengths = torch.from_numpy(np.asarray(dataset.lengths[index], np.int64))
         batch = {  # (b, n) each
-            "input_ids": torch.from_numpy(np.asarray(dataset.input_ids[rows], np.int64)),
+            "input_ids": torch.from_numpy(np.asarray(dataset.input_ids[index], np.int64)),
             "attention_mask": (torch.arange(n) < lengths[:, None]).long(),
-            "token_type_ids": torch.from_numpy(np.asarray(dataset.token_type_ids[rows], np.int64)),
+            "token_type_ids": torch.from_numpy(np.asarray(dataset.token_type_ids[index], np.int64)),
         }
         yield {k: v.to(device) for k, v in batch.items()}
 
@@ -127,8 +131,8 @@ def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *
 
 
 def resolve_checkpoint(checkpoint: str | Path) -> Path:
-    """A checkpoint directory, or a run directory (its latest checkpoint)."""
-    path = Path(checkpoint)
+    """A checkpoint directory, a run directory (its latest checkpoint), or ``"bundled"``."""
+    path = resolve_bundled(checkpoint)
     if (path / "config.json").is_file() and any(path.glob("model.*")):
         return path
     latest = latest_checkpoint(path)
@@ -139,13 +143,16 @@ def resolve_checkpoint(checkpoint: str | Path) -> Path:
 
 
 def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
-             max_examples: int | None = None, batch_size: int = 64, seed: int = 0,
-             device: str = "auto", progress: bool = False) -> dict[str, Any]:
+             max_examples: int | None = None, batch_size: int | None = None,
+             seed: int | None = None, device: str = "auto",
+             progress: bool = False) -> dict[str, Any]:
     """Held-out metrics of a checkpoint (``minielectra evaluate``), as a JSON-ready dict.
 
-    The data settings (corpus, sequence length, held-out fraction, seed) come from the
-    checkpoint's ``run_config.json`` when it has one, so the held-out documents are the ones the
-    run never trained on; ``corpus`` evaluates on the held-out split of another corpus instead.
+    The data settings (corpus, sequence length, held-out fraction) come from the checkpoint's
+    ``run_config.json`` when it has one, so the held-out documents are the ones the run never
+    trained on; ``corpus`` evaluates on the held-out split of another corpus instead. Batch size
+    and seed default to the run's too (``train.batch_size``, ``train.seed``), so the numbers are
+    the ones the training loop logged for the same examples.
     """
     from .corpus import open_corpus
     from .pretraining_data import build_dataset
@@ -160,6 +167,9 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
         model.objective = cfg.objective
     else:  # e.g. an imported transformers checkpoint: default data settings, its positions
         cfg.data.max_seq_len = min(128, model.config.max_position_embeddings)
+        cfg.train.batch_size = 64
+    batch_size = batch_size or cfg.train.batch_size
+    seed = cfg.train.seed if seed is None else seed
     d = cfg.data
     spec = corpus or d.corpus
     dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else

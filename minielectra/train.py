@@ -36,6 +36,7 @@ import math
 import re
 import shutil
 import time
+import typing
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -151,7 +152,8 @@ def official_adam_hparams(lr: float, eps: float, weight_decay: float, betas: tup
     return lr * c1 / math.sqrt(c2), eps / math.sqrt(c2), weight_decay * math.sqrt(c2) / c1
 
 
-def build_optimizer(model: nn.Module, t: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+def build_optimizer(model: nn.Module, t: TrainConfig,
+                    device: torch.device) -> torch.optim.Optimizer:
     """The readable optimiser on CPU; torch's fused AdamW (same update) on a GPU."""
     groups = param_groups(model, t.weight_decay)
     betas = (t.adam_beta1, t.adam_beta2)
@@ -298,7 +300,6 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
 def check_types(cfg: RunConfig) -> None:
     """Refuse a config whose values do not have their declared types (library callers can pass
     anything; the CLI parses ``--set`` values already). ints are accepted where floats are."""
-    import typing
     for section in ("model", "objective", "data", "train"):
         obj = getattr(cfg, section)
         for name, hint in typing.get_type_hints(type(obj)).items():
@@ -315,7 +316,8 @@ def check_types(cfg: RunConfig) -> None:
             elif origin is tuple:
                 ok = isinstance(value, (tuple, list))
             elif type(None) in args:
-                ok = value is None or isinstance(value, tuple(a for a in args if isinstance(a, type)))
+                types = tuple(a for a in args if isinstance(a, type))
+                ok = value is None or isinstance(value, types)
             if not ok:
                 raise ValueError(f"{section}.{name} expects {hint}, got {value!r}")
 
@@ -359,6 +361,39 @@ def set_rng_state(state: dict[str, Any], sampler: torch.Generator) -> None:
     sampler.set_state(state["sampler"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def trainer_state(step: int, optimizer, scaler, sampler: torch.Generator,
+                  t: TrainConfig) -> dict[str, Any]:
+    """What resuming needs besides the weights. The schedule is a function of the step, and the
+    data position is the number of batches consumed (``batch_iterator(start=...)``)."""
+    return {"step": step, "optimizer": optimizer.state_dict(),
+            "scheduler": {"schedule": t.schedule, "step": step, "lr": lr_at(step, t)},
+            "scaler": scaler.state_dict() if scaler is not None else None,
+            "rng": rng_state(sampler),
+            "data": {"batches_consumed": step * t.grad_accum, "seed": t.seed}}
+
+
+def resume_point(cfg: RunConfig) -> Path:
+    """The latest checkpoint of ``train.out_dir``, refused unless it was written by ``cfg``."""
+    ckpt = latest_checkpoint(cfg.train.out_dir)
+    if ckpt is None:
+        raise FileNotFoundError(f"--resume: no checkpoint in {checkpoint_dir(cfg.train.out_dir)}")
+    saved = RunConfig.load(ckpt / "run_config.json")
+    for k in ("vocab_size", "pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
+        setattr(cfg.model, k, getattr(saved.model, k))  # resolved from the tokenizer, not set
+    check_resumable(saved, cfg)
+    return ckpt
+
+
+def restore_trainer_state(ckpt: Path, optimizer, scaler, sampler: torch.Generator) -> int:
+    """Load optimiser, scaler and RNG states from ``ckpt``; returns the step to continue from."""
+    state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=True)
+    optimizer.load_state_dict(state["optimizer"])
+    if scaler is not None and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
+    set_rng_state(state["rng"], sampler)
+    return state["step"]
 
 
 # ------------------------------------------------------------------------------ 6. the loop
@@ -434,7 +469,8 @@ class _Logger:
                   "tokens_per_s": tokens / max(now - self.last_time, 1e-9),
                   "elapsed_s": now - self.start}
         self.write(record)
-        self.bar.set_postfix(loss=f"{record['loss']:.3f}", disc_acc=f"{record['disc_accuracy']:.3f}",
+        self.bar.set_postfix(loss=f"{record['loss']:.3f}",
+                             disc_acc=f"{record['disc_accuracy']:.3f}",
                              tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
         self.sums, self.steps, self.last_time = {}, 0, now
         return record
@@ -467,15 +503,7 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     t = cfg.train
     device = resolve_device(t)  # refuses fp16/bf16 without a GPU, before any data work
     out = Path(t.out_dir)
-    ckpt, state = None, None
-    if resume:
-        ckpt = latest_checkpoint(out)
-        if ckpt is None:
-            raise FileNotFoundError(f"--resume: no checkpoint in {checkpoint_dir(out)}")
-        saved = RunConfig.load(ckpt / "run_config.json")
-        for k in ("vocab_size", "pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
-            setattr(cfg.model, k, getattr(saved.model, k))  # resolved from the tokenizer
-        check_resumable(saved, cfg)
+    ckpt = resume_point(cfg) if resume else None
 
     # Data and model. Seeding first makes the initial weights a function of train.seed.
     torch.manual_seed(t.seed)
@@ -492,14 +520,7 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
     sampler = torch.Generator(device=device).manual_seed(t.seed + 1)
 
-    step = 0
-    if ckpt is not None:
-        state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=True)
-        step = state["step"]
-        optimizer.load_state_dict(state["optimizer"])
-        if scaler is not None and state.get("scaler"):
-            scaler.load_state_dict(state["scaler"])
-        set_rng_state(state["rng"], sampler)
+    step = restore_trainer_state(ckpt, optimizer, scaler, sampler) if ckpt is not None else 0
 
     out.mkdir(parents=True, exist_ok=True)
     cfg.save(out / "config.json")
@@ -523,13 +544,8 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
         return result
 
     def checkpoint() -> Path:
-        trainer_state = {"step": step, "optimizer": optimizer.state_dict(),
-                         "scheduler": {"schedule": t.schedule, "step": step,
-                                       "lr": lr_at(step, t)},
-                         "scaler": scaler.state_dict() if scaler is not None else None,
-                         "rng": rng_state(sampler),
-                         "data": {"batches_consumed": step * t.grad_accum, "seed": t.seed}}
-        path = save_checkpoint(out, step, model, trainer_state, cfg)
+        state = trainer_state(step, optimizer, scaler, sampler, t)
+        path = save_checkpoint(out, step, model, state, cfg)
         prune_checkpoints(out, t)
         return path
 
@@ -569,13 +585,20 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     logger.flush(step, lr_at(max(step - 1, 0), t))
     bar.close()
     result = evaluate_now()
-    path = checkpoint() if last_saved is None or last_saved.name != f"step_{step:07d}" else last_saved
+    saved_now = last_saved is not None and last_saved.name == f"step_{step:07d}"
+    path = last_saved if saved_now else checkpoint()
     summary = {"step": step, "stopped_by": stop, "checkpoint": str(path), "out_dir": str(out),
                "elapsed_s": round(time.perf_counter() - start_time, 1), "heldout": result}
     if progress:
-        print(f"held-out ({result['examples']} examples): disc_auc {result['disc_auc']:.4f}  "
-              f"disc_accuracy {result['disc_accuracy']:.4f}  disc_precision "
-              f"{result['disc_precision']:.4f}  disc_recall {result['disc_recall']:.4f}  "
-              f"gen_accuracy {result['gen_accuracy']:.4f}")
-        print(f"checkpoint: {path}  (step {step}, stopped by {stop}, {summary['elapsed_s']} s)")
+        print_summary(summary)
     return summary
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    r = summary["heldout"]
+    print(f"held-out ({r['examples']} examples): disc_auc {r['disc_auc']:.4f} (without [CLS]/"
+          f"[SEP] {r['disc_auc_text']:.4f})  disc_accuracy {r['disc_accuracy']:.4f}  "
+          f"disc_precision {r['disc_precision']:.4f}  disc_recall {r['disc_recall']:.4f}  "
+          f"gen_accuracy {r['gen_accuracy']:.4f}")
+    print(f"checkpoint: {summary['checkpoint']}  (step {summary['step']}, stopped by "
+          f"{summary['stopped_by']}, {summary['elapsed_s']} s)")

@@ -84,10 +84,33 @@ def test_evaluate_prints_json_with_the_promised_keys(run_dir):
     assert result["examples"] > 0
     # deterministic: fixed seed, eval mode; a run directory resolves to its latest checkpoint
     assert evaluate(out) == result
-    # the loop's final held-out evaluation saw the same examples and seed, batch size aside
-    assert trained["heldout"]["examples"] == result["examples"]
+    # the training loop's final held-out evaluation: same examples, batches and seed
+    assert {k: result[k] for k in trained["heldout"]} == trained["heldout"]
+    assert evaluate(out, seed=5)["disc_auc"] != result["disc_auc"]  # the seed does matter
     limited = evaluate(out, max_examples=3)
     assert limited["examples"] == 3
+
+
+def test_heldout_batches_keep_every_example_or_spread_a_subset(run_dir):
+    from minielectra.pretraining_data import build_dataset
+    from minielectra.config import RunConfig
+
+    out, trained = run_dir
+    cfg = RunConfig.load(out / "config.json")
+    d = cfg.data
+    ds = build_dataset(d.corpus, Electra.from_pretrained(trained["checkpoint"]).tokenizer,
+                       max_seq_len=d.max_seq_len, split="heldout",
+                       held_out_fraction=d.held_out_fraction, seed=cfg.train.seed,
+                       cache_dir=d.cache_dir, num_workers=1, progress=False)
+    everything = torch.cat([b["input_ids"] for b in heldout_batches(ds, batch_size=7)])
+    assert len(everything) == len(ds) > 7  # the last, smaller batch is kept
+    torch.testing.assert_close(everything, torch.from_numpy(ds.input_ids.astype(np.int64)))
+    masks = torch.cat([b["attention_mask"] for b in heldout_batches(ds, batch_size=7)])
+    assert masks.sum(1).tolist() == ds.lengths.tolist()
+    subset = torch.cat([b["input_ids"] for b in heldout_batches(ds, batch_size=7, max_examples=5)])
+    rows = np.linspace(0, len(ds) - 1, 5).round().astype(int)
+    assert rows[0] == 0 and rows[-1] == len(ds) - 1  # first to last, not the first five
+    torch.testing.assert_close(subset, torch.from_numpy(ds.input_ids[rows].astype(np.int64)))
 
 
 def test_evaluate_model_metrics_match_their_definitions(run_dir):
@@ -124,6 +147,7 @@ def test_evaluate_model_metrics_match_their_definitions(run_dir):
         sklearn_metrics.precision_score(y, pred, zero_division=0))
     assert got["disc_recall"] == pytest.approx(sklearn_metrics.recall_score(y, pred))
     gen_pred = o.gen_logits.argmax(-1)[w]
-    assert got["gen_accuracy"] == pytest.approx((gen_pred == o.masked.targets[w]).float().mean().item())
+    gen_correct = (gen_pred == o.masked.targets[w]).float().mean().item()
+    assert got["gen_accuracy"] == pytest.approx(gen_correct)
     assert got["replaced_fraction"] == pytest.approx(y.mean())
     assert got["examples"] == len(batch["input_ids"]) == len(ds)

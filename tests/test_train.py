@@ -7,7 +7,6 @@ run. End-to-end tests train a tiny model on a tiny corpus written to tmp_path.
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,9 @@ from torch import nn
 from minielectra.config import ModelConfig, RunConfig, TrainConfig, apply_overrides, preset
 from minielectra.electra import Electra
 from minielectra.train import (AdamWeightDecay, TrainingDiverged, build_optimizer,
-                               check_resumable, latest_checkpoint, list_checkpoints, lr_at,
-                               milestone_steps, official_adam_hparams, param_groups, pretrain,
-                               prune_checkpoints, resolve_device, save_checkpoint)
+                               latest_checkpoint, list_checkpoints, lr_at, milestone_steps,
+                               official_adam_hparams, param_groups, pretrain, prune_checkpoints,
+                               save_checkpoint)
 
 # ------------------------------------------------------------------------------ schedule
 
@@ -135,7 +134,8 @@ def test_weight_decay_excludes_layernorm_and_bias_and_counts_shared_once(tying):
     unique = {id(p) for p in model.parameters()}
     assert len(all_ids) == len(set(all_ids)) == len(unique)  # every tensor exactly once
     names = {id(p): n for n, p in model.named_parameters(remove_duplicate=False)}
-    norm_ids = {id(p) for m in model.modules() if isinstance(m, nn.LayerNorm) for p in m.parameters()}
+    norm_ids = {id(p) for m in model.modules() if isinstance(m, nn.LayerNorm)
+                for p in m.parameters()}
     for p in no_decay["params"]:
         assert id(p) in norm_ids or names[id(p)].endswith("bias")
     for p in decay["params"]:
@@ -220,8 +220,9 @@ def test_resume_continues_exactly(corpus_file, cache_dir, tmp_path):
         assert torch.equal(a[k], b[k]), k
     assert straight["heldout"] == second["heldout"]
     # the log of the resumed run is the straight run's log, step for step
-    logs = [[(r["kind"], r["step"], r.get("loss")) for r in map(json.loads, open(p / "metrics.jsonl"))
-             if r["kind"] == "train"] for p in (tmp_path / "a", tmp_path / "b")]
+    logs = [[(r["step"], r["loss"], r["grad_norm"])
+             for r in map(json.loads, open(p / "metrics.jsonl")) if r["kind"] == "train"]
+            for p in (tmp_path / "a", tmp_path / "b")]
     assert logs[0] == logs[1]
 
 
@@ -371,7 +372,8 @@ def test_bad_values_refused_before_any_work(tmp_path, field, value, message):
                                                ("auto", "bf16"), ("cuda", "fp32")])
 def test_precision_or_device_this_machine_lacks_is_refused(tmp_path, device, precision):
     cfg = preset("nano")
-    cfg.train.device, cfg.train.precision, cfg.train.out_dir = device, precision, str(tmp_path / "x")
+    cfg.train.device, cfg.train.precision = device, precision
+    cfg.train.out_dir = str(tmp_path / "x")
     with pytest.raises(RuntimeError, match="CUDA|cuda"):
         pretrain(cfg, progress=False)
     assert not (tmp_path / "x").exists()
