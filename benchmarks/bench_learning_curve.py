@@ -8,8 +8,9 @@ wall clock starts when ``pretrain`` is called, so data preparation and tokenizer
 included.
 
 Targets (the issue): ``nano`` >= 0.65 held-out AUC after its 5-minute job; ``mini`` >= 0.85
-within 60 minutes. Writes ``learning_curve_<presets>.json`` and, with plotly, the same ``.html``
-into ``--out`` (run directories go to ``--runs``).
+within 60 minutes. Writes ``learning_curve_<presets>.json``, an ``.svg`` of the curve (shown in
+the README) and, with plotly, an interactive ``.html`` into ``--out`` (run directories go to
+``--runs``).
 
     python benchmarks/bench_learning_curve.py --presets nano                  # ~5 min
     python benchmarks/bench_learning_curve.py --presets mini --eval-every 250  # up to 60 min
@@ -113,6 +114,53 @@ def plot(curves: list[dict], path: Path) -> Path | None:
     return path
 
 
+def svg(curves: list[dict], path: Path, width: int = 640, height: int = 360) -> Path:
+    """The same figure as a dependency-free SVG, so that the README can show it."""
+    left, right, top, bottom = 56, 16, 28, 44
+    t_max = max(p["elapsed_s"] for c in curves for p in c["points"]) / 60
+    t_max = max(1.0, t_max * 1.05)
+    lo, hi = 0.45, 1.0
+
+    def xy(minutes: float, auc: float) -> str:
+        x = left + (width - left - right) * minutes / t_max
+        y = top + (height - top - bottom) * (hi - auc) / (hi - lo)
+        return f"{x:.1f},{y:.1f}"
+
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="11"><rect width="100%" height="100%" '
+             f'fill="white"/><text x="{left}" y="16" font-size="13">Held-out discriminator '
+             f'ROC-AUC vs wall-clock minutes (2-core CPU)</text>']
+    for auc in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0):  # grid and y labels
+        a, b = xy(0, auc), xy(t_max, auc)
+        parts.append(f'<polyline points="{a} {b}" stroke="#ddd" fill="none"/>'
+                     f'<text x="{left - 6}" y="{float(a.split(",")[1]) + 4:.1f}" '
+                     f'text-anchor="end">{auc:.1f}</text>')
+    step = 1 if t_max <= 8 else 5 if t_max <= 40 else 10
+    for m in range(0, int(t_max) + 1, step):  # x labels
+        x, y = xy(m, lo).split(",")
+        parts.append(f'<text x="{x}" y="{float(y) + 16:.1f}" text-anchor="middle">{m}</text>')
+    parts.append(f'<text x="{(width + left) / 2:.0f}" y="{height - 8}" text-anchor="middle">'
+                 f'minutes since pretrain started (data preparation included)</text>')
+    for i, c in enumerate(curves):
+        colour = colours[i % len(colours)]
+        pts = " ".join(xy(p["elapsed_s"] / 60, p["disc_auc"]) for p in c["points"])
+        parts.append(f'<polyline points="{pts}" stroke="{colour}" stroke-width="2" fill="none"/>')
+        if c.get("target_auc"):
+            a, b = xy(0, c["target_auc"]), xy(t_max, c["target_auc"])
+            parts.append(f'<polyline points="{a} {b}" stroke="{colour}" stroke-dasharray="5,4" '
+                         f'fill="none"/>')
+        last = c["points"][-1] if c["points"] else None
+        if last:
+            x, y = xy(last["elapsed_s"] / 60, last["disc_auc"]).split(",")
+            parts.append(f'<text x="{float(x) - 4:.1f}" y="{float(y) - 8:.1f}" fill="{colour}" '
+                         f'text-anchor="end">{c["preset"]} {last["disc_auc"]:.3f}'
+                         f'{" (dashed: target)" if c.get("target_auc") else ""}</text>')
+    parts.append("</svg>")
+    path.write_text("\n".join(parts) + "\n")
+    return path
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--presets", nargs="+", default=["nano"])
@@ -141,6 +189,7 @@ def main(argv=None) -> int:
     stem = "learning_curve_" + "_".join(c["preset"] for c in curves)
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
     html = plot(curves, out / f"{stem}.html")
+    svg(curves, out / f"{stem}.svg")
     summary = {c["preset"]: {"final_auc": c["final_auc"], "final_auc_text": c["final_auc_text"],
                              "final_step": c["final_step"],
                              "wall_s": c.get("wall_s"), "target_auc": c["target_auc"],
