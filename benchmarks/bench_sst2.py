@@ -65,7 +65,7 @@ def main() -> None:
         "checkpoint": str(checkpoint), "task": args.task, "metric": r["metric"],
         "train_examples": r["train_examples"], "dev_examples": r["dev_examples"],
         "seeds": args.seeds, "arms": arms,
-        "gain_points": round(100 * (arms["pretrained"]["score"] - arms["random_init"]["score"]), 2),
+        "gain_points": round(arms["pretrained"]["score"] - arms["random_init"]["score"], 2),
         "machine": {"cpus": os.cpu_count(), "torch_threads": args.threads,
                     "platform": platform.platform(), "torch": torch.__version__,
                     "loadavg": os.getloadavg()},
