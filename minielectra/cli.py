@@ -6,7 +6,8 @@ command     library function                                 prints
 pretrain    :func:`minielectra.train.pretrain`                held-out metrics, checkpoint path
 evaluate    :func:`minielectra.evaluate.evaluate`             JSON metrics
 finetune    :func:`minielectra.finetune.finetune`             JSON score(s)
-glue        :func:`minielectra.finetune.run_glue`             JSON + table
+glue        :func:`minielectra.finetune.run_glue`             JSON (table on stderr)
+predict     :func:`minielectra.predict.run_predict`           JSON predictions
 convert     :func:`minielectra.hf.convert`                    the output directory
 ==========  ===============================================  =================================
 """
@@ -50,8 +51,19 @@ def cmd_finetune(args) -> dict:
 
 def cmd_glue(args) -> dict:
     from .finetune import run_glue
-    return run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, out=args.out,
-                    overrides=args.set, max_train_examples=args.max_train_examples)
+    result = run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, out=args.out,
+                      overrides=args.set, max_train_examples=args.max_train_examples)
+    print(result["table"], file=sys.stderr)  # for people; stdout stays one JSON document
+    return result
+
+
+def cmd_predict(args) -> dict:
+    from .predict import read_pairs, run_predict
+    if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
+        raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (one input a line, "
+                         "A<TAB>B for pairs)")
+    pairs = read_pairs(args.file) if args.file else [(args.sentences + [None])[:2]]
+    return run_predict(args.model, pairs)
 
 
 def cmd_convert(args) -> dict:
@@ -87,9 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-examples", type=int)
     p.set_defaults(func=cmd_evaluate)
 
+    ckpt_help = ("a checkpoint dir (minielectra or transformers), a `pretrain --out` run dir "
+                 "(its latest checkpoint), or 'bundled'")
     p = sub.add_parser("finetune", help="fine-tune on one GLUE task (JSON)")
-    p.add_argument("--checkpoint", required=True)
-    p.add_argument("--task", required=True)
+    p.add_argument("--checkpoint", required=True, help=ckpt_help)
+    p.add_argument("--task", required=True,
+                   help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte or wnli")
     p.add_argument("--out")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=1, help="runs; the median is the score")
@@ -98,13 +113,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_finetune)
 
     p = sub.add_parser("glue", help="fine-tune on several GLUE tasks, paper-style table")
-    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--checkpoint", required=True, help=ckpt_help)
     p.add_argument("--tasks", nargs="+")
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs)")
     p.add_argument("--out")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_glue)
+
+    p = sub.add_parser("predict", help="score sentences or pairs with a fine-tuned model (JSON)")
+    p.add_argument("--model", required=True, help="a `minielectra finetune --out` directory")
+    p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B)")
+    p.add_argument("--file", help="inputs, one a line: A, or A<TAB>B")
+    p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("convert", help="convert to or from transformers' ELECTRA format")
     g = p.add_mutually_exclusive_group(required=True)

@@ -13,10 +13,16 @@ Paper section 3.1 and appendix Table 7; official code: google-research/electra
   head on top) gets ``lr * 0.8^(top - k)``. The official code puts the head one step too high, so
   its top layer gets ``lr * 0.8^2`` (google-research/electra#51); ``layerwise_decay_official=True``
   reproduces that.
+- **Loss**: cross-entropy (STS-B: squared error on ``label / 5``), *summed* over the batch as
+  ``run_finetuning.py`` does (``tf.reduce_sum``); ``loss_reduction="mean"`` averages instead.
 - **Data**: batch 32, length 128 (longest-first truncation), 3 epochs (10 for RTE and STS-B);
-  STS-B is regression on ``label / 5`` with MSE; MRPC and STS-B training sets are doubled with the
-  two segments swapped.
-- **Protocol**: the paper reports the median dev score over 10 runs (``seeds``).
+  STS-B is regression on ``label / 5``; MRPC and STS-B training sets are doubled with the two
+  segments swapped.
+- **Protocol**: the paper reports the median dev score over 10 runs (``seeds``); we keep the
+  median *run*, so its score, other metrics and saved model belong together.
+
+Saving, reloading and scoring new text with a fine-tuned model: :mod:`minielectra.predict`. The
+GLUE table and average: :func:`minielectra.glue.format_table`.
 
 Axis letters: b batch, n sequence, d width, c classes.
 """
@@ -26,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shutil
 import time
 import typing
 from dataclasses import dataclass
@@ -39,7 +46,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from . import glue
-from .config import ModelConfig, TrainConfig, _from_dict, _parse
+from .config import ModelConfig, TrainConfig, _parse
 from .glue import Example, Task
 from .train import AdamWeightDecay, lr_at
 from .transformer import Encoder
@@ -75,6 +82,11 @@ class FinetuneConfig:
     adam_eps: float = 1e-6
     bias_correction: bool = False  # the official AdamWeightDecayOptimizer has none
     grad_clip: float = 1.0  # global norm; 0 disables
+    # "sum": the official run_finetuning.py minimises tf.reduce_sum of the per-example losses,
+    # so its gradients are batch-size (32x) larger than a mean's. Adam hardly notices the scale,
+    # but the global-norm clip at 1.0 then bites on almost every step and eps 1e-6 weighs 32x
+    # less. "mean" is the PyTorch/transformers habit. Logged losses are per example either way.
+    loss_reduction: typing.Literal["sum", "mean"] = "sum"
     # Re-initialise the encoder at random (same shape and tokenizer): the no-pre-training baseline.
     from_scratch: bool = False
     vocab: str | None = None  # a vocab.txt for checkpoints that ship no tokenizer
@@ -97,6 +109,9 @@ class FinetuneConfig:
             raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
         if self.schedule not in ("official", "linear"):
             raise ValueError(f"finetune.schedule must be official|linear, got {self.schedule!r}")
+        if self.loss_reduction not in ("sum", "mean"):
+            raise ValueError(f"finetune.loss_reduction must be sum|mean, got "
+                             f"{self.loss_reduction!r}")
         return self
 
 
@@ -208,10 +223,15 @@ def collate(encoded: Sequence[tuple[list, list]], pad_id: int) -> dict[str, torc
             "token_type_ids": token_type_ids}
 
 
-def _loss(task: Task, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    if task.is_regression:  # official: MSE on the score scaled to [0, 1]
-        return F.mse_loss(logits.squeeze(-1).float(), labels.float() / 5.0)
-    return F.cross_entropy(logits.float(), labels.long())
+def task_loss(task: Task, logits: torch.Tensor, labels: torch.Tensor, *,
+              reduction: str = "sum") -> torch.Tensor:
+    """Per-example losses, summed (official) or averaged over the batch: cross-entropy, or for
+    STS-B the squared error against ``label / 5`` (official: the score scaled to [0, 1])."""
+    if task.is_regression:
+        losses = (logits.squeeze(-1).float() - labels.float() / 5.0) ** 2  # (b,)
+    else:
+        losses = F.cross_entropy(logits.float(), labels.long(), reduction="none")  # (b,)
+    return losses.sum() if reduction == "sum" else losses.mean()
 
 
 def _to_outputs(task: Task, logits: torch.Tensor) -> np.ndarray:
@@ -229,18 +249,22 @@ class TaskData:
     train_labels: list
     dev: list[tuple[list, list]]
     dev_labels: list
-    raw_train_examples: int  # before MRPC/STS-B doubling
+    raw_train_examples: int  # after max_train_examples, before MRPC/STS-B doubling
+    available_train_examples: int  # the whole training set
 
 
 def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
                  max_train_examples: int | None = None) -> TaskData:
-    train = glue.load_split(task, "train", data_dir=data_dir, max_examples=max_train_examples)
+    """Tokenised train and dev sets; ``max_train_examples`` keeps a fixed random subset."""
+    full = glue.load_split(task, "train", data_dir=data_dir)
     dev = glue.load_split(task, "dev", data_dir=data_dir)
+    train = glue.subset(full, max_train_examples)
     raw = len(train)
     if task.swap_augment and cfg.double_unordered:
         train = glue.swap_segments(train)
     return TaskData(encode(tokenizer, train, cfg.max_seq_len), [e.label for e in train],
-                    encode(tokenizer, dev, cfg.max_seq_len), [e.label for e in dev], raw)
+                    encode(tokenizer, dev, cfg.max_seq_len), [e.label for e in dev], raw,
+                    len(full))
 
 
 # ------------------------------------------------------------------------- train and evaluate
@@ -276,13 +300,14 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
                          collate([data.train[i] for i in idx], pad_id).items()}
                 for group, peak in zip(opt.param_groups, peaks):
                     group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
-                loss = _loss(task, model(**batch), labels[idx].to(device))
+                loss = task_loss(task, model(**batch), labels[idx].to(device),
+                                 reduction=cfg.loss_reduction)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if cfg.grad_clip > 0:
                     nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
                 opt.step()
-                losses.append(loss.item())
+                losses.append(loss.item() / (len(idx) if cfg.loss_reduction == "sum" else 1))
                 step += 1
                 bar.update()
                 bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", refresh=False)
@@ -316,86 +341,32 @@ def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: Finetun
     return glue.compute_metrics(task, outputs, np.asarray(data.dev_labels))
 
 
-# ------------------------------------------------------------------------------ save and load
-
-_WEIGHTS, _META = "model.safetensors", "finetune.json"
-
-
-def save_finetuned(model: SequenceClassifier, tokenizer, task: Task, cfg: FinetuneConfig,
-                   path: str | Path, *, result: dict | None = None) -> Path:
-    """Write weights, the model and fine-tuning configs, the tokenizer and the dev result."""
-    from safetensors.torch import save_file
-
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, path / _WEIGHTS)
-    meta = {"task": task.name, "num_labels": task.num_labels, "label_names": task.label_names,
-            "model": dataclasses.asdict(model.config), "finetune": dataclasses.asdict(cfg),
-            "result": result}
-    (path / _META).write_text(json.dumps(meta, indent=2) + "\n")
-    tokenizer.save(path)
-    return path
-
-
-@dataclass
-class Finetuned:
-    """A fine-tuned model ready for :func:`predict`."""
-
-    model: SequenceClassifier
-    tokenizer: Any
-    task: Task
-    config: FinetuneConfig
-
-
-def load_finetuned(path: str | Path, *, device: str = "cpu") -> Finetuned:
-    from safetensors.torch import load_file
-
-    from .tokenizer import WordPieceTokenizer
-
-    path = Path(path)
-    if not (path / _META).is_file():
-        raise FileNotFoundError(f"{path} is not a fine-tuned model: no {_META} (written by "
-                                "`minielectra finetune --out DIR`)")
-    meta = json.loads((path / _META).read_text())
-    task = glue.get_task(meta["task"])
-    cfg = _from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
-    model = SequenceClassifier(_from_dict(ModelConfig, meta["model"], prefix="model."),
-                               meta["num_labels"], dropout=cfg.head_dropout)
-    model.load_state_dict(load_file(path / _WEIGHTS))
-    return Finetuned(model.to(device).eval(), WordPieceTokenizer.load(path), task, cfg)
-
-
-def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | tuple[str, str | None]],
-            *, batch_size: int = 128) -> list[dict[str, Any]]:
-    """Score new sentences or sentence pairs with a fine-tuned model.
-
-    Classification: ``{"label", "label_id", "probabilities": {name: p}}``; STS-B:
-    ``{"score"}`` on the 0-5 scale.
-    """
-    ft = finetuned if isinstance(finetuned, Finetuned) else load_finetuned(finetuned)
-    examples = [Example(p, None, 0) if isinstance(p, str) else Example(p[0], p[1], 0)
-                for p in pairs]
-    encoded = encode(ft.tokenizer, examples, ft.config.max_seq_len)
-    outputs, logits = predict_batches(ft.model, ft.task, encoded, pad_id=ft.tokenizer.pad_id,
-                                      batch_size=batch_size)
-    if ft.task.is_regression:
-        return [{"score": float(s)} for s in outputs]
-    probs = torch.from_numpy(logits).softmax(-1).numpy()
-    names = ft.task.label_names
-    return [{"label": names[c], "label_id": int(c),
-             "probabilities": {n: float(p) for n, p in zip(names, row)}}
-            for c, row in zip(outputs, probs)]
-
-
 # ------------------------------------------------------------------------ the library entry points
 
 
-def load_pretrained(checkpoint):
-    """An :class:`Electra` from a checkpoint directory (minielectra or transformers), or as is."""
+def resolve_pretrained(checkpoint: str | Path) -> Path:
+    """The checkpoint directory behind ``checkpoint``: ``"bundled"``, a ``minielectra pretrain
+    --out`` run directory (its latest checkpoint: the final one once the run is done), a
+    minielectra checkpoint directory, or a transformers ELECTRA directory."""
+    from . import hf
+    from .checkpoint import resolve_bundled
+    from .evaluate import resolve_checkpoint
+
+    path = resolve_bundled(checkpoint)
+    # resolve_checkpoint recognises a checkpoint by its model.* file; a transformers directory
+    # may hold only pytorch_model.bin, so it is recognised by its config first.
+    return path if hf.is_hf_dir(path) else resolve_checkpoint(path)
+
+
+def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:
+    """The pre-trained :class:`Electra` and the directory it came from (None: a model given in
+    memory). Resolved and loaded once, however many tasks and seeds then use it."""
     if isinstance(checkpoint, nn.Module):
-        return checkpoint
-    from .electra import Electra
-    return Electra.from_pretrained(checkpoint)
+        return checkpoint, None
+    from .checkpoint import load_pretrained
+
+    path = resolve_pretrained(checkpoint)
+    return load_pretrained(path), str(path)
 
 
 def get_tokenizer(pretrained, cfg: FinetuneConfig):
@@ -415,7 +386,7 @@ def get_tokenizer(pretrained, cfg: FinetuneConfig):
 
 
 def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneConfig, *,
-             seed: int, out: Path | None, progress: bool, save_model: bool) -> dict[str, Any]:
+             seed: int, out: Path | None, progress: bool) -> dict[str, Any]:
     torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
     model = build_classifier(pretrained, task, cfg).to(_device(cfg.device))
     t0 = time.perf_counter()
@@ -426,89 +397,102 @@ def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneCon
     run = {"seed": seed, "score": metrics[task.metric], "metrics": metrics, **info,
            "train_seconds": round(t1 - t0, 2),
            "eval_seconds": round(time.perf_counter() - t1, 2)}
-    if out is not None and save_model:
+    if out is not None:
+        from .predict import save_finetuned  # predict.py builds on this module
         save_finetuned(model, tokenizer, task, cfg, out, result=run)
     return run
 
 
+def median_run(runs: Sequence[dict]) -> int:
+    """Index of the run with the median score; with an even number of runs, the lower of the
+    two middle ones. A real run, so that the score, its other metrics (MRPC's F1, STS-B's
+    Pearson) and the saved model all belong together; ties go to the earlier seed."""
+    order = sorted(range(len(runs)), key=lambda i: (runs[i]["score"], i))
+    return order[(len(runs) - 1) // 2]
+
+
 def _summarise(task: Task, runs: list[dict], data: TaskData, cfg: FinetuneConfig,
-               checkpoint: str | None) -> dict[str, Any]:
-    """The JSON of a ``finetune`` call: the median over runs is the score (paper protocol)."""
+               source: str | None) -> dict[str, Any]:
+    """The JSON of a ``finetune`` call: the median run is the result (the paper's protocol)."""
+    best = runs[median_run(runs)]
     scores = [r["score"] for r in runs]
     return {
-        "task": task.name, "metric": task.metric, "metric_name": glue.METRIC_NAMES[task.metric],
-        "score": float(np.median(scores)),
-        "metrics": {m: float(np.median([r["metrics"][m] for r in runs])) for m in task.metrics},
+        "task": task.name, "metric": glue.METRIC_NAMES[task.metric], "metric_key": task.metric,
+        "score": best["score"], "metrics": best["metrics"], "median_seed": best["seed"],
         "scores": scores, "median": float(np.median(scores)), "std": float(np.std(scores)),
-        "seeds": [r["seed"] for r in runs], "checkpoint": checkpoint,
-        "train_examples": data.raw_train_examples, "train_examples_used": len(data.train),
-        "dev_examples": len(data.dev), "config": dataclasses.asdict(cfg), "runs": runs,
+        "seeds": [r["seed"] for r in runs], "checkpoint": source,
+        "train_examples": data.raw_train_examples,
+        "train_examples_available": data.available_train_examples,
+        "train_subset": data.raw_train_examples < data.available_train_examples,
+        "train_examples_used": len(data.train), "dev_examples": len(data.dev),
+        "config": dataclasses.asdict(cfg), "runs": runs,
     }
 
 
-def finetune(checkpoint, task: str, *, out: str | Path | None = None, seed: int = 0,
-             seeds: int = 1, overrides: Sequence[str] = (), data_dir: str | Path | None = None,
-             max_train_examples: int | None = None, progress: bool = True,
-             save_model: bool = True) -> dict[str, Any]:
-    """Fine-tune ``checkpoint`` on one GLUE task ``seeds`` times (seeds ``seed``, ``seed + 1``,
-    ...) and score each run on the dev set; the result's ``score`` is the median (the paper's
-    protocol). With ``out``, writes ``result.json`` and the fine-tuned model(s) there (one
-    ``seed-N/`` folder each when ``seeds > 1``)."""
-    task = glue.get_task(task)
-    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
-    if seeds < 1:
-        raise ValueError(f"seeds must be >= 1, got {seeds}")
-    pretrained = load_pretrained(checkpoint)
+def _keep_median_model(out: Path, runs: list[dict], median_seed: int, keep_all: bool) -> None:
+    """Copy the median run's model from ``out/seed-N/`` to ``out/`` (what ``predict --model out``
+    loads); the other runs' folders are deleted unless ``keep_all``, as the official code does."""
+    for f in (out / f"seed-{median_seed}").iterdir():
+        shutil.copy2(f, out / f.name)
+    if not keep_all:
+        for r in runs:
+            shutil.rmtree(out / f"seed-{r['seed']}")
+
+
+def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *, out, seed,
+              seeds, data_dir, max_train_examples, progress, save_model,
+              keep_all_models) -> dict[str, Any]:
     if cfg.max_seq_len > pretrained.config.max_position_embeddings:
         raise ValueError(f"finetune.max_seq_len {cfg.max_seq_len} exceeds the model's "
                          f"max_position_embeddings {pretrained.config.max_position_embeddings}")
     tokenizer = get_tokenizer(pretrained, cfg)
     data = prepare_data(task, tokenizer, cfg, data_dir=data_dir,
                         max_train_examples=max_train_examples)
-    out = None if out is None else Path(out)
+    save = out is not None and save_model
     threads = torch.get_num_threads()
     if cfg.num_threads > 0:
         torch.set_num_threads(cfg.num_threads)
     try:
         runs = [_run_one(pretrained, tokenizer, task, data, cfg, seed=s, progress=progress,
-                         save_model=save_model,
-                         out=None if out is None else (out if seeds == 1 else out / f"seed-{s}"))
+                         out=None if not save else (out if seeds == 1 else out / f"seed-{s}"))
                 for s in range(seed, seed + seeds)]
     finally:
         torch.set_num_threads(threads)
-    result = _summarise(task, runs, data, cfg,
-                        None if isinstance(checkpoint, nn.Module) else str(checkpoint))
+    result = _summarise(task, runs, data, cfg, source)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
+        if save and seeds > 1:
+            _keep_median_model(out, runs, result["median_seed"], keep_all_models)
         (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
 
 
-def glue_table(results: dict[str, dict], *, name: str = "model",
-               missing: dict[str, str] | None = None) -> tuple[str, float | None, float | None]:
-    """The paper's Table 1/8 layout as Markdown; returns ``(markdown, glue_score, partial)``.
+def finetune(checkpoint, task: str, *, out: str | Path | None = None, seed: int = 0,
+             seeds: int = 1, overrides: Sequence[str] = (), data_dir: str | Path | None = None,
+             max_train_examples: int | None = None, progress: bool = True,
+             save_model: bool = True, keep_all_models: bool = False) -> dict[str, Any]:
+    """Fine-tune ``checkpoint`` on one GLUE task ``seeds`` times (seeds ``seed``, ``seed + 1``,
+    ...) and score each run on the dev set; the median run is the result (the paper's protocol).
 
-    ``glue_score`` is the mean over the 8 GLUE tasks (None unless all ran); ``partial`` is the
-    mean over those that did (the paper never reports it; we mark it with an asterisk).
+    ``checkpoint``: an :class:`Electra` in memory or anything :func:`resolve_pretrained` takes.
+    With ``out``: ``result.json`` and the median run's fine-tuned model (``keep_all_models``
+    also keeps every run's, in ``seed-N/``).
     """
-    columns = list(glue.GLUE_TASKS) + [t for t in results if t not in glue.GLUE_TASKS]
-    scores = [results[t]["score"] for t in glue.GLUE_TASKS if t in results]
-    full = float(np.mean(scores)) if len(scores) == len(glue.GLUE_TASKS) else None
-    partial = float(np.mean(scores)) if scores else None
-    avg = "–" if partial is None else (f"{full:.1f}" if full is not None else f"{partial:.1f}*")
-    cells = [f"{results[t]['score']:.1f}" if t in results else "–" for t in columns]
-    head = [glue.get_task(t).display for t in columns] + ["GLUE"]
-    lines = ["| model | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|",
-             f"| {name} | " + " | ".join(cells + [avg]) + " |", ""]
-    runs = sorted({len(r["scores"]) for r in results.values()})
-    lines.append("GLUE dev sets: Matthews corr. (CoLA), Spearman corr. (STS-B), accuracy "
-                 f"(others); median of {'/'.join(map(str, runs)) or '0'} run(s) per task. "
-                 "GLUE = mean of the 8 tasks without WNLI.")
-    if full is None:
-        lines.append(f"\\* mean of the {len(scores)} task(s) run, not a GLUE score.")
-    for t, why in (missing or {}).items():
-        lines.append(f"- {glue.get_task(t).display} not run: {why}")
-    return "\n".join(lines) + "\n", full, partial
+    task = glue.get_task(task)
+    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    pretrained, source = open_checkpoint(checkpoint)
+    return _finetune(pretrained, source, task, cfg, out=None if out is None else Path(out),
+                     seed=seed, seeds=seeds, data_dir=data_dir,
+                     max_train_examples=max_train_examples, progress=progress,
+                     save_model=save_model, keep_all_models=keep_all_models)
+
+
+def _save_glue(out: Path, summary: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "glue.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "glue.md").write_text(summary["table"])
 
 
 def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, seed: int = 0,
@@ -519,35 +503,34 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
     """Fine-tune on several tasks (default: the 8 of the GLUE score) and tabulate them.
 
     A task whose data is absent is skipped and listed (``skip_missing``), so an offline data dir
-    without MNLI/QQP still yields the other columns. With ``out``: ``glue.json``, ``glue.md``
-    and one folder per task.
+    without MNLI/QQP still yields the other columns; the GLUE average is then marked partial.
+    With ``out``: ``glue.json``, ``glue.md`` and one folder per task.
     """
     names = [glue.get_task(t).name for t in (tasks or glue.GLUE_TASKS)]
-    pretrained = load_pretrained(checkpoint)  # once for all tasks
+    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
+    pretrained, source = open_checkpoint(checkpoint)  # once for all tasks
     results, missing = {}, {}
     for t in names:
         try:
-            results[t] = finetune(pretrained, t, seed=seed, seeds=seeds, overrides=overrides,
-                                  data_dir=data_dir, max_train_examples=max_train_examples,
-                                  progress=progress, save_model=save_models,
-                                  out=None if out is None else Path(out) / t)
-            if not isinstance(checkpoint, nn.Module):  # finetune() only saw the loaded model
-                results[t]["checkpoint"] = str(checkpoint)
-                if out is not None:
-                    (Path(out) / t / "result.json").write_text(
-                        json.dumps(results[t], indent=2) + "\n")
+            results[t] = _finetune(
+                pretrained, source, glue.get_task(t), cfg, seed=seed, seeds=seeds,
+                data_dir=data_dir, max_train_examples=max_train_examples, progress=progress,
+                save_model=save_models, keep_all_models=False,
+                out=None if out is None else Path(out) / t)
         except glue.GlueDataError as e:
             if not skip_missing:
                 raise
             missing[t] = str(e)
-    label = name or (Path(checkpoint).name if not isinstance(checkpoint, nn.Module) else "model")
-    table, full, partial = glue_table(results, name=label, missing=missing)
-    summary = {"checkpoint": None if isinstance(checkpoint, nn.Module) else str(checkpoint),
-               "glue_score": full, "partial_average": partial,
-               "scores": {t: r["score"] for t, r in results.items()},
-               "missing": missing, "table": table, "tasks": results}
+    # The row is named as the user named the checkpoint: the run, not its step_N directory.
+    label = name or (Path(str(checkpoint)).name if source else "model")
+    table, average, partial = glue.format_table(results, name=label, missing=missing)
+    summary = {"checkpoint": source, "tasks_requested": names,
+               "glue_score": None if partial else average, "glue_average": average,
+               "glue_partial": partial,
+               "glue_average_over": [t for t in glue.GLUE_TASKS if t in results],
+               "scores": {t: r["score"] for t, r in results.items()}, "missing": missing,
+               "not_run": [t for t in glue.GLUE_TASKS if t not in names],
+               "table": table, "tasks": results}
     if out is not None:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "glue.json").write_text(json.dumps(summary, indent=2) + "\n")
-        (Path(out) / "glue.md").write_text(table)
+        _save_glue(Path(out), summary)
     return summary

@@ -64,6 +64,11 @@ class Task:
     def metric(self) -> str:
         return self.metrics[0]
 
+    @property
+    def is_pair(self) -> bool:
+        """Sentence pairs (MRPC, STS-B, the NLI tasks) rather than single sentences."""
+        return len(self.hub_fields) == 2
+
 
 _BINARY = ("0", "1")
 _NLI = ("entailment", "not_entailment")
@@ -207,10 +212,16 @@ def load_split(task: Task | str, split: str, *, data_dir: str | Path | None = No
         raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
     root = resolve_data_dir(data_dir)
     examples = load_hub_split(task, split) if root is None else load_tsv_split(task, split, root)
-    if max_examples is not None and max_examples < len(examples):
-        keep = np.random.default_rng(seed).choice(len(examples), max_examples, replace=False)
-        examples = [examples[i] for i in sorted(keep)]
-    return examples
+    return subset(examples, max_examples, seed=seed)
+
+
+def subset(examples: list[Example], max_examples: int | None, *, seed: int = 0) -> list[Example]:
+    """A random subset of ``max_examples`` (chosen by ``seed``) kept in file order; all of
+    ``examples`` when there are no more than that."""
+    if max_examples is None or max_examples >= len(examples):
+        return examples
+    keep = np.random.default_rng(seed).choice(len(examples), max_examples, replace=False)
+    return [examples[i] for i in sorted(keep)]
 
 
 def swap_segments(examples: list[Example]) -> list[Example]:
@@ -278,12 +289,74 @@ def spearman(x, y) -> float:
 METRICS = {"accuracy": accuracy, "f1": f1_score, "matthews_corr": matthews_corr,
            "pearson": pearson, "spearman": spearman}
 
-# The paper's words for the primary metrics (table footnotes, JSON output).
-METRIC_NAMES = {"matthews_corr": "Matthews corr.", "spearman": "Spearman corr.",
-                "accuracy": "accuracy", "f1": "F1", "pearson": "Pearson corr."}
+# The paper's words for the metrics (section 3.1: "Spearman correlation for STS, Matthews
+# correlation for CoLA, and accuracy for the other GLUE tasks"): the ``metric`` of the JSON.
+METRIC_NAMES = {"matthews_corr": "Matthews correlation", "spearman": "Spearman correlation",
+                "accuracy": "accuracy", "f1": "F1", "pearson": "Pearson correlation"}
 
 
 def compute_metrics(task: Task | str, predictions, labels) -> dict[str, float]:
     """Every metric of ``task``, in percent (GLUE's convention: 100 x the value)."""
     task = get_task(task) if isinstance(task, str) else task
     return {m: 100.0 * METRICS[m](predictions, labels) for m in task.metrics}
+
+
+# -------------------------------------------------------------------------------- GLUE table
+
+
+def glue_average(scores: dict[str, float]) -> tuple[float | None, list[str]]:
+    """The mean over the 8 GLUE-score tasks among ``scores`` (never WNLI), and those tasks.
+
+    It is the paper's "GLUE score" only when all 8 are there; fewer make a partial average.
+    """
+    used = [t for t in GLUE_TASKS if t in scores]
+    return (float(np.mean([scores[t] for t in used])) if used else None), used
+
+
+def _cell(task: str, results: dict[str, dict], missing: dict[str, str]) -> str:
+    if task in missing:
+        return "n/a"
+    if task not in results:
+        return "–"
+    r = results[task]
+    return f"{r['score']:.1f}" + ("†" if r.get("train_subset") else "")
+
+
+def _footnotes(results: dict[str, dict], missing: dict[str, str], used: list[str]) -> list[str]:
+    runs = sorted({len(r["scores"]) for r in results.values()})
+    lines = ["- GLUE dev sets: Matthews correlation (CoLA), Spearman correlation (STS-B), accuracy "
+             f"(others); median of {'/'.join(map(str, runs)) or '0'} run(s) per task. "
+             "GLUE = mean of the 8 tasks without WNLI."]
+    if len(used) < len(GLUE_TASKS):
+        absent = ", ".join(get_task(t).display for t in GLUE_TASKS if t not in used)
+        lines.append(f"- \\* partial: mean of the {len(used)} of 8 GLUE tasks that ran (without "
+                     f"{absent}), not a GLUE score.")
+    subsets = [f"{get_task(t).display} {r['train_examples']} of {r['train_examples_available']}"
+               for t, r in results.items() if r.get("train_subset")]
+    if subsets:
+        lines.append("- † trained on a random subset of the training set: " + ", ".join(subsets)
+                     + " examples; not comparable with the paper.")
+    lines += [f"- n/a {get_task(t).display}: data absent: {why}" for t, why in missing.items()]
+    lines.append("- –: not run.")
+    return lines
+
+
+def format_table(results: dict[str, dict], *, name: str = "model",
+                 missing: dict[str, str] | None = None) -> tuple[str, float | None, bool]:
+    """The paper's Table 1/8 layout as Markdown: ``(markdown, average, partial)``.
+
+    ``results`` maps task -> a ``finetune`` result (``score``, ``scores``, ``train_subset``...),
+    ``missing`` task -> why its data is absent. Cells: the score, ``†`` when trained on a subset,
+    ``n/a`` for absent data, ``–`` for a task not run; the GLUE column gets ``*`` when partial.
+    """
+    missing = missing or {}
+    extra = [t for t in list(results) + list(missing) if t not in GLUE_TASKS]
+    columns = list(GLUE_TASKS) + list(dict.fromkeys(extra))
+    average, used = glue_average({t: r["score"] for t, r in results.items()})
+    partial = len(used) < len(GLUE_TASKS)
+    avg = "–" if average is None else f"{average:.1f}" + ("*" if partial else "")
+    head = [get_task(t).display for t in columns] + ["GLUE"]
+    cells = [_cell(t, results, missing) for t in columns] + [avg]
+    lines = ["| model | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|",
+             f"| {name} | " + " | ".join(cells) + " |", ""]
+    return "\n".join(lines + _footnotes(results, missing, used)) + "\n", average, partial

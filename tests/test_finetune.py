@@ -17,6 +17,7 @@ import torch
 
 from minielectra import finetune as ft
 from minielectra import glue
+from minielectra import predict as pr
 from minielectra.config import ModelConfig
 from minielectra.electra import Electra
 from minielectra.tokenizer import WordPieceTokenizer
@@ -87,6 +88,9 @@ def test_defaults_are_the_papers():
         (3e-4, 0.8, 0.0, 0.1)
     assert (c.batch_size, c.max_seq_len, c.head_dropout, c.epochs) == (32, 128, 0.1, 0)
     assert c.double_unordered and not c.layerwise_decay_official and not c.bias_correction
+    assert c.loss_reduction == "sum"  # run_finetuning.py: tf.reduce_sum over the batch
+    with pytest.raises(ValueError, match="sum|mean"):
+        ft.apply_finetune_overrides(ft.FinetuneConfig(), ["finetune.loss_reduction=max"])
 
 
 # ---------------------------------------------------------------------------- the classifier
@@ -210,7 +214,7 @@ def test_finetune_learns_and_is_deterministic(pretrained, toy_sst2, tmp_path):
     overrides = FAST + ["finetune.epochs=4", "finetune.learning_rate=2e-3"]
     r = ft.finetune(pretrained, "sst2", data_dir=toy_sst2, overrides=overrides, seed=3,
                     progress=False, out=tmp_path / "run")
-    assert r["task"] == "sst2" and r["metric"] == "accuracy"
+    assert r["task"] == "sst2" and r["metric"] == "accuracy" and r["metric_key"] == "accuracy"
     assert r["score"] >= 90.0, r  # a random-init head on a random encoder sits near 50
     assert r["runs"][0]["steps"] == 4 * math.ceil(256 / 32)
     again = ft.finetune(pretrained, "sst2", data_dir=toy_sst2, overrides=overrides, seed=3,
@@ -222,7 +226,7 @@ def test_finetune_learns_and_is_deterministic(pretrained, toy_sst2, tmp_path):
 
     # Reload and predict: the labels of the dev sentences reproduce the reported accuracy.
     dev = glue.load_split("sst2", "dev", data_dir=toy_sst2)
-    preds = ft.predict(tmp_path / "run", [e.text_a for e in dev])
+    preds = pr.predict(tmp_path / "run", [e.text_a for e in dev])
     acc = 100 * np.mean([p["label_id"] == e.label for p, e in zip(preds, dev)])
     assert acc == pytest.approx(r["score"])
     assert preds[0]["label"] in ("negative", "positive")
@@ -232,11 +236,81 @@ def test_finetune_learns_and_is_deterministic(pretrained, toy_sst2, tmp_path):
 def test_seeds_give_the_median(pretrained, toy_sst2, tmp_path):
     r = ft.finetune(pretrained, "sst2", data_dir=toy_sst2, seeds=3, seed=0, progress=False,
                     max_train_examples=64, overrides=FAST + ["finetune.epochs=1"],
-                    out=tmp_path)
+                    out=tmp_path, keep_all_models=True)
     assert r["seeds"] == [0, 1, 2] and len(r["scores"]) == 3
     assert r["median"] == r["score"] == pytest.approx(float(np.median(r["scores"])))
-    assert r["train_examples"] == 64
+    assert (r["train_examples"], r["train_examples_available"], r["train_subset"]) == (64, 256,
+                                                                                      True)
     assert all((tmp_path / f"seed-{s}" / "model.safetensors").is_file() for s in range(3))
+    saved = json.loads((tmp_path / "finetune.json").read_text())["result"]  # the --out model
+    assert saved["seed"] == r["median_seed"] and saved["score"] == r["score"]
+
+
+def _runs(*pairs):
+    return [{"seed": i, "score": a, "metrics": {"accuracy": a, "f1": f}}
+            for i, (a, f) in enumerate(pairs)]
+
+
+def test_the_result_is_the_median_run_not_per_metric_medians():
+    # Hand-made runs: the median accuracy (70) belongs to seed 1, whose F1 is 10; the median of
+    # the F1 column would be 50, a number no run produced.
+    runs = _runs((60.0, 90.0), (70.0, 10.0), (80.0, 50.0))
+    assert ft.median_run(runs) == 1
+    data = ft.TaskData([], [], [], [], 0, 0)
+    r = ft._summarise(glue.get_task("mrpc"), runs, data, ft.FinetuneConfig(), None)
+    assert (r["score"], r["metrics"], r["median_seed"]) == (70.0, {"accuracy": 70.0, "f1": 10.0},
+                                                            1)
+    # Even counts take the lower middle run (a real run); ties go to the earlier seed.
+    assert ft.median_run(_runs((4, 0), (1, 0), (3, 0), (2, 0))) == 3
+    assert ft.median_run(_runs((5, 0), (5, 0), (5, 0))) == 1
+    assert ft.median_run(_runs((9, 0))) == 0
+
+
+# --------------------------------------------------------------------------- the loss
+
+
+def test_task_loss_is_the_official_sum_over_the_batch():
+    torch.manual_seed(0)
+    logits, labels = torch.randn(5, 3), torch.tensor([0, 2, 1, 1, 0])
+    naive = sum(math.log(sum(math.exp(v) for v in row)) - row[y]  # -log softmax, by hand
+                for row, y in zip(logits.tolist(), labels.tolist()))
+    mnli = glue.get_task("mnli")
+    assert ft.task_loss(mnli, logits, labels).item() == pytest.approx(naive, rel=1e-6)
+    assert ft.task_loss(mnli, logits, labels, reduction="mean").item() == pytest.approx(
+        naive / 5, rel=1e-6)
+    # STS-B: squared error against label / 5: (0.2 - 1/5)^2 + (0.9 - 5/5)^2 + (0 - 2.5/5)^2
+    stsb = glue.get_task("stsb")
+    pred, score = torch.tensor([[0.2], [0.9], [0.0]]), torch.tensor([1.0, 5.0, 2.5])
+    assert ft.task_loss(stsb, pred, score).item() == pytest.approx(0.01 + 0.25, rel=1e-6)
+    assert ft.task_loss(stsb, pred, score, reduction="mean").item() == pytest.approx(0.26 / 3)
+
+
+def test_sum_makes_the_first_update_batch_size_times_the_means(pretrained, char_tokenizer):
+    """With a huge Adam eps the update is lr * 0.1 * g / eps, linear in the gradient g, so one
+    step on 4 examples moves the weights exactly 4x further with the official sum."""
+    task = glue.get_task("sst2")
+    ex = [glue.Example(t, None, y) for t, y in [("yes a cat", 1), ("no dog", 0),
+                                                ("yes the sun", 1), ("no rain.", 0)]]
+    enc = ft.encode(char_tokenizer, ex, 32)
+    data = ft.TaskData(enc, [e.label for e in ex], enc, [e.label for e in ex], 4, 4)
+    moved, logged = {}, {}
+    for reduction in ("sum", "mean"):
+        cfg = ft.FinetuneConfig(learning_rate=1e4, adam_eps=1e5, grad_clip=0, epochs=1,
+                                warmup_fraction=0, head_dropout=0, encoder_dropout=0,
+                                loss_reduction=reduction)
+        torch.manual_seed(0)
+        model = ft.build_classifier(pretrained, task, cfg)
+        with torch.no_grad():
+            logits = model(**ft.collate(enc, char_tokenizer.pad_id))
+        per_example = torch.nn.functional.cross_entropy(logits, torch.tensor([1, 0, 1, 0]))
+        before = model.head.weight.detach().clone()
+        info = ft.train_classifier(model, task, data, cfg, seed=0, progress=False,
+                                   pad_id=char_tokenizer.pad_id)
+        moved[reduction], logged[reduction] = model.head.weight.detach() - before, info
+        # The logged loss is per example either way (comparable across reductions).
+        assert info["final_train_loss"] == pytest.approx(per_example.item(), rel=1e-5)
+    assert logged["sum"]["steps"] == 1 and moved["mean"].abs().max() > 1e-3
+    torch.testing.assert_close(moved["sum"], 4 * moved["mean"], rtol=1e-4, atol=1e-7)
 
 
 def test_missing_tokenizer_and_too_long_sequences_are_errors(char_tokenizer, toy_sst2):
@@ -253,11 +327,19 @@ def test_missing_tokenizer_and_too_long_sequences_are_errors(char_tokenizer, toy
 def test_stsb_regression_and_mrpc_doubling_on_real_slices(pretrained, glue_slice_dir, tmp_path):
     r = ft.finetune(pretrained, "stsb", data_dir=glue_slice_dir, progress=False,
                     overrides=FAST + ["finetune.epochs=1"], out=tmp_path / "stsb")
-    assert r["metric"] == "spearman" and set(r["metrics"]) == {"spearman", "pearson"}
+    assert (r["metric"], r["metric_key"]) == ("Spearman correlation", "spearman")
+    assert set(r["metrics"]) == {"spearman", "pearson"}
     assert r["train_examples"] == 40 and r["train_examples_used"] == 80  # doubled
     assert -100 <= r["score"] <= 100
-    preds = ft.predict(tmp_path / "stsb", [("A plane is taking off.", "A plane is flying.")])
+    pair = ("A plane is taking off.", "A plane is flying.")
+    preds = pr.predict(tmp_path / "stsb", [pair])
     assert set(preds[0]) == {"score"}
+    # The head regresses label / 5: a prediction is 5 x its single output.
+    model = pr.load_finetuned(tmp_path / "stsb")
+    ids, types = model.tokenizer.encode_pair(*pair)
+    with torch.no_grad():
+        raw = model.model(torch.tensor([ids]), token_type_ids=torch.tensor([types])).item()
+    assert preds[0]["score"] == pytest.approx(5 * raw, rel=1e-5)
     no_double = ft.finetune(pretrained, "mrpc", data_dir=glue_slice_dir, progress=False,
                             overrides=FAST + ["finetune.epochs=1",
                                               "finetune.double_unordered=false"])
@@ -272,24 +354,14 @@ def test_run_glue_tables_what_ran_and_lists_what_is_missing(pretrained, glue_sli
                     progress=False, out=tmp_path, overrides=FAST + ["finetune.epochs=1"])
     assert set(s["scores"]) == {"cola", "rte"} and "mnli" in s["missing"]
     assert "MNLI/train.tsv" in s["missing"]["mnli"]
-    assert s["glue_score"] is None  # 2 of 8 tasks: no GLUE score
-    assert s["partial_average"] == pytest.approx((s["scores"]["cola"] + s["scores"]["rte"]) / 2)
+    assert s["glue_score"] is None and s["glue_partial"]  # 2 of 8 tasks: no GLUE score
+    assert s["glue_average"] == pytest.approx((s["scores"]["cola"] + s["scores"]["rte"]) / 2)
     md = (tmp_path / "glue.md").read_text()
     header = md.splitlines()[0]
     assert header.split("|")[2:11] == [f" {n} " for n in ("CoLA", "SST-2", "MRPC", "STS-B",
                                                            "QQP", "MNLI", "QNLI", "RTE", "GLUE")]
-    assert "MNLI not run" in md
+    assert "n/a MNLI: data absent" in md
     assert json.loads((tmp_path / "glue.json").read_text())["scores"] == s["scores"]
-
-
-def test_glue_score_is_the_mean_of_eight():
-    scores = dict(zip(glue.GLUE_TASKS, [56.8, 88.3, 87.4, 86.8, 88.3, 78.9, 87.9, 68.5]))
-    results = {t: {"score": v, "scores": [v]} for t, v in scores.items()}
-    results["wnli"] = {"score": 0.0, "scores": [0.0]}  # shown, never averaged
-    md, full, partial = ft.glue_table(results, name="Small-OWT")
-    assert full == pytest.approx(642.9 / 8) and partial == full  # printed 80.4, as the README
-    assert "| Small-OWT | 56.8 | 88.3 | 87.4 | 86.8 | 88.3 | 78.9 | 87.9 | 68.5 | 0.0 | 80.4 |" \
-        in md
 
 
 def test_checkpoint_directories_give_the_same_run(pretrained, toy_sst2, tmp_path):
@@ -313,3 +385,52 @@ def test_checkpoint_directories_give_the_same_run(pretrained, toy_sst2, tmp_path
                     progress=False, max_train_examples=64,
                     overrides=kw["overrides"] + [f"finetune.vocab={tmp_path / 'vocab.txt'}"])
     assert r["runs"][0]["final_train_loss"] == pytest.approx(losses[0], abs=1e-6)
+
+
+def test_run_dirs_bundled_and_bin_only_transformers_dirs_resolve(pretrained, char_tokenizer,
+                                                                 tmp_path):
+    from safetensors.torch import load_file
+
+    from minielectra import hf
+    from minielectra.checkpoint import BUNDLED
+    from minielectra.config import RunConfig
+    from minielectra.train import save_checkpoint
+
+    save_checkpoint(tmp_path / "run", 4, tiny_electra(char_tokenizer, seed=4), {}, RunConfig())
+    save_checkpoint(tmp_path / "run", 12, pretrained, {}, RunConfig())  # the final one
+    model, source = ft.open_checkpoint(tmp_path / "run")
+    assert source == str(tmp_path / "run" / "checkpoints" / "step_0000012")
+    for k, v in pretrained.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[k], v, rtol=0, atol=0)
+    assert ft.resolve_pretrained("bundled") == BUNDLED
+    # A transformers directory as the hub ships it: pytorch_model.bin, no model.safetensors.
+    hf.export(pretrained, tmp_path / "hf")
+    d = tmp_path / "hf" / "discriminator"
+    torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
+    (d / "model.safetensors").unlink()
+    assert ft.resolve_pretrained(d) == d
+    with pytest.raises(FileNotFoundError, match="run directory"):
+        ft.resolve_pretrained(tmp_path / "empty")
+
+
+@pytest.mark.integration
+def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_dir, tmp_path,
+                                                         monkeypatch):
+    from minielectra import checkpoint
+
+    pretrained.save_pretrained(tmp_path / "ckpt")
+    calls = {"resolve": 0, "load": 0}
+    resolve, load = ft.resolve_pretrained, checkpoint.load_pretrained
+
+    def counted(name, fn):
+        def wrapper(*a, **kw):
+            calls[name] += 1
+            return fn(*a, **kw)
+        return wrapper
+
+    monkeypatch.setattr(ft, "resolve_pretrained", counted("resolve", resolve))
+    monkeypatch.setattr(checkpoint, "load_pretrained", counted("load", load))
+    s = ft.run_glue(tmp_path / "ckpt", ["cola", "rte"], seeds=2, data_dir=glue_slice_dir,
+                    progress=False, overrides=FAST + ["finetune.epochs=1"])
+    assert calls == {"resolve": 1, "load": 1}  # two tasks, two seeds each: one load
+    assert s["checkpoint"] == s["tasks"]["cola"]["checkpoint"] == str(tmp_path / "ckpt")

@@ -1,0 +1,127 @@
+"""Fine-tuned models on disk, and scoring new sentences (or sentence pairs) with them.
+
+A ``minielectra finetune --out DIR`` directory holds everything needed to score new text, with
+neither the pre-trained checkpoint nor the GLUE data: ``model.safetensors`` (encoder and head),
+``finetune.json`` (the task, the model and fine-tuning configs, the dev result of the run) and the
+tokenizer (``vocab.txt``). ``minielectra predict --model DIR SENTENCE [SENTENCE_B]`` is
+:func:`run_predict`; text is encoded exactly as in fine-tuning (``[CLS] A [SEP] B [SEP]``,
+longest-first truncation to the run's ``max_seq_len``).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from . import glue
+from .config import ModelConfig, _from_dict
+from .finetune import FinetuneConfig, SequenceClassifier, encode, predict_batches
+from .glue import Example, Task
+
+WEIGHTS, META = "model.safetensors", "finetune.json"
+
+Pair = tuple[str, "str | None"]
+
+
+def save_finetuned(model: SequenceClassifier, tokenizer, task: Task, cfg: FinetuneConfig,
+                   path: str | Path, *, result: dict | None = None) -> Path:
+    """Write weights, the model and fine-tuning configs, the tokenizer and the dev result."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, path / WEIGHTS)
+    meta = {"task": task.name, "num_labels": task.num_labels, "label_names": task.label_names,
+            "model": dataclasses.asdict(model.config), "finetune": dataclasses.asdict(cfg),
+            "result": result}
+    (path / META).write_text(json.dumps(meta, indent=2) + "\n")
+    tokenizer.save(path)
+    return path
+
+
+@dataclass
+class Finetuned:
+    """A fine-tuned model ready for :func:`predict`."""
+
+    model: SequenceClassifier
+    tokenizer: Any
+    task: Task
+    config: FinetuneConfig
+
+
+def load_finetuned(path: str | Path, *, device: str = "cpu") -> Finetuned:
+    """The model written by :func:`save_finetuned`, in eval mode."""
+    from safetensors.torch import load_file
+
+    from .tokenizer import WordPieceTokenizer
+
+    path = Path(path)
+    if not (path / META).is_file():
+        raise FileNotFoundError(f"{path} is not a fine-tuned model: no {META} (written by "
+                                "`minielectra finetune --out DIR`)")
+    meta = json.loads((path / META).read_text())
+    task = glue.get_task(meta["task"])
+    cfg = _from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
+    model = SequenceClassifier(_from_dict(ModelConfig, meta["model"], prefix="model."),
+                               meta["num_labels"], dropout=cfg.head_dropout)
+    model.load_state_dict(load_file(path / WEIGHTS))
+    return Finetuned(model.to(device).eval(), WordPieceTokenizer.load(path), task, cfg)
+
+
+def _examples(task: Task, pairs: Sequence[str | Pair]) -> list[Example]:
+    """Sentences as :class:`Example`; a pair task needs two segments, the others one (a model
+    only ever saw one shape of input in fine-tuning)."""
+    examples = [Example(p, None, 0) if isinstance(p, str) else Example(p[0], p[1], 0)
+                for p in pairs]
+    for i, e in enumerate(examples):
+        if task.is_pair and e.text_b is None:
+            raise ValueError(f"{task.display} scores sentence pairs; input {i} has only one "
+                             "sentence")
+        if not task.is_pair and e.text_b is not None:
+            raise ValueError(f"{task.display} scores single sentences; input {i} is a pair")
+    return examples
+
+
+def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
+            *, batch_size: int = 128) -> list[dict[str, Any]]:
+    """Score new sentences (single-sentence tasks) or ``(a, b)`` pairs with a fine-tuned model.
+
+    Classification: ``{"label", "label_id", "probabilities": {name: p}}``; STS-B:
+    ``{"score"}`` on the 0-5 scale.
+    """
+    ft = finetuned if isinstance(finetuned, Finetuned) else load_finetuned(finetuned)
+    encoded = encode(ft.tokenizer, _examples(ft.task, pairs), ft.config.max_seq_len)
+    outputs, logits = predict_batches(ft.model, ft.task, encoded, pad_id=ft.tokenizer.pad_id,
+                                      batch_size=batch_size)
+    if ft.task.is_regression:
+        return [{"score": float(s)} for s in outputs]
+    probs = torch.from_numpy(logits).softmax(-1).numpy()
+    names = ft.task.label_names
+    return [{"label": names[c], "label_id": int(c),
+             "probabilities": {n: float(p) for n, p in zip(names, row)}}
+            for c, row in zip(outputs, probs)]
+
+
+def read_pairs(path: str | Path) -> list[Pair]:
+    """A file of inputs, one a line: sentence A, or A, a tab, and B. Read with ``QUOTE_NONE``,
+    as the GLUE files are (a stray quote is text, not a field delimiter); blank lines skipped."""
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        rows = [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if any(r)]
+    bad = [i for i, r in enumerate(rows) if len(r) > 2]
+    if bad:
+        raise ValueError(f"{path}: line(s) {bad[:5]} have more than two tab-separated fields")
+    return [(r[0], r[1] if len(r) == 2 else None) for r in rows]
+
+
+def run_predict(model: str | Path, pairs: Sequence[str | Pair]) -> dict[str, Any]:
+    """``minielectra predict``: each input with its prediction, as JSON-ready dicts."""
+    ft = load_finetuned(model)
+    pairs = [(p, None) if isinstance(p, str) else (p[0], p[1]) for p in pairs]
+    rows = [{"text_a": a, "text_b": b, **p} for (a, b), p in zip(pairs, predict(ft, pairs))]
+    return {"model": str(model), "task": ft.task.name, "predictions": rows}

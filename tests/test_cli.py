@@ -1,0 +1,162 @@
+"""The ``finetune``, ``glue`` and ``predict`` commands, end to end through ``cli.main``.
+
+A tiny model is pre-trained nowhere: it is built at random and written as a ``minielectra
+pretrain`` run directory (``checkpoints/step_N``), so the commands also resolve run directories.
+Each printed JSON is checked against references computed here without the code under test:
+scikit-learn metrics on the reloaded model's predictions, hand-computed means, and logits from
+the model's own forward pass. The GLUE inputs are 40-row slices of the real files
+(``glue_slice_dir``: integration, skipped without ../shared/data).
+"""
+
+import json
+import string
+
+import numpy as np
+import pytest
+import torch
+from sklearn import metrics as skm
+
+from minielectra import glue
+from minielectra import predict as pr
+from minielectra.cli import main
+from minielectra.config import ModelConfig, RunConfig
+from minielectra.electra import Electra
+from minielectra.tokenizer import WordPieceTokenizer
+from minielectra.train import save_checkpoint
+
+pytestmark = pytest.mark.integration
+
+FAST = ["--set", "finetune.epochs=1", "--set", "finetune.eval_batch_size=64",
+        "--set", "finetune.num_threads=1"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A ``pretrain --out`` directory with two checkpoints; the later one is step 7."""
+    chars = list(string.ascii_lowercase + string.digits)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + list(".,'!?-;:()\"`$&/")
+    root = tmp_path_factory.mktemp("pretrain")
+    (root / "vocab.txt").write_text("\n".join(tokens + ["##" + c for c in chars]) + "\n")
+    tok = WordPieceTokenizer.from_vocab_file(root / "vocab.txt")
+    for step in (3, 7):
+        torch.manual_seed(step)
+        model = Electra(ModelConfig(
+            vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32, num_layers=2,
+            num_heads=2, intermediate_size=64, max_position_embeddings=128, generator_size=0.5,
+            pad_token_id=tok.pad_id, cls_token_id=tok.cls_id, sep_token_id=tok.sep_id,
+            mask_token_id=tok.mask_id))
+        model.tokenizer = tok
+        save_checkpoint(root / "run", step, model, {}, RunConfig())
+    return root / "run"
+
+
+@pytest.fixture
+def slices(glue_slice_dir, monkeypatch):
+    monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(glue_slice_dir))
+    return glue_slice_dir
+
+
+def run_cli(capsys, *argv):
+    """``(exit code, stdout JSON or None, stderr)``."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+def dev_predictions(model_dir, task, data_dir):
+    dev = glue.load_split(task, "dev", data_dir=data_dir)
+    inputs = [e.text_a if e.text_b is None else (e.text_a, e.text_b) for e in dev]
+    return pr.predict(model_dir, inputs), [e.label for e in dev]
+
+
+def test_finetune_prints_the_papers_metric_and_resolves_run_dirs(capsys, run_dir, slices,
+                                                                  tmp_path):
+    code, r, _ = run_cli(capsys, "finetune", "--checkpoint", run_dir, "--task", "cola",
+                         "--max-train-examples", 16, "--out", tmp_path / "cola", *FAST)
+    assert code == 0
+    assert (r["task"], r["metric"], r["metric_key"]) == ("cola", "Matthews correlation",
+                                                         "matthews_corr")
+    assert r["checkpoint"] == str(run_dir / "checkpoints" / "step_0000007")  # the latest
+    assert (r["train_examples"], r["train_examples_available"], r["train_subset"]) == (16, 40,
+                                                                                      True)
+    preds, labels = dev_predictions(tmp_path / "cola", "cola", slices)
+    mcc = 100 * skm.matthews_corrcoef(labels, [p["label_id"] for p in preds])
+    assert r["score"] == pytest.approx(mcc, abs=1e-9)
+    assert r["scores"] == [r["score"]] and r["median"] == r["score"]
+
+
+def test_finetune_seeds_report_the_median_run(capsys, run_dir, slices, tmp_path):
+    code, r, _ = run_cli(capsys, "finetune", "--checkpoint", run_dir, "--task", "mrpc",
+                         "--seeds", 3, "--seed", 5, "--out", tmp_path / "mrpc", *FAST,
+                         "--set", "finetune.learning_rate=3e-3")
+    assert code == 0 and r["metric"] == "accuracy" and r["seeds"] == [5, 6, 7]
+    assert len(r["scores"]) == 3 and r["score"] == r["median"] == np.median(r["scores"])
+    median = next(run for run in r["runs"] if run["seed"] == r["median_seed"])
+    assert median["score"] == r["score"] and r["metrics"] == median["metrics"]  # F1 of that run
+    # The model left in --out is the median run's: its dev predictions give its accuracy and F1.
+    preds, labels = dev_predictions(tmp_path / "mrpc", "mrpc", slices)
+    ids = [p["label_id"] for p in preds]
+    assert 100 * skm.accuracy_score(labels, ids) == pytest.approx(r["score"], abs=1e-9)
+    assert 100 * skm.f1_score(labels, ids) == pytest.approx(r["metrics"]["f1"], abs=1e-9)
+    assert not list((tmp_path / "mrpc").glob("seed-*"))  # the other runs' models are not kept
+
+
+def test_finetune_without_data_names_the_files(capsys, run_dir, slices):
+    code, _, err = run_cli(capsys, "finetune", "--checkpoint", run_dir, "--task", "qqp")
+    assert code == 2 and "QQP/train.tsv" in err and "QQP/train.tsv.gz" in err
+
+
+def test_glue_json_on_stdout_marked_table_on_stderr(capsys, run_dir, slices, tmp_path):
+    code, s, err = run_cli(capsys, "glue", "--checkpoint", run_dir, "--tasks", "cola", "rte",
+                           "mnli", "wnli", "--max-train-examples", 24, "--out", tmp_path, *FAST)
+    assert code == 0
+    assert set(s["scores"]) == {"cola", "rte", "wnli"} and set(s["missing"]) == {"mnli"}
+    # The average is over the GLUE tasks that ran, never WNLI, and says it is partial.
+    assert s["glue_average"] == pytest.approx((s["scores"]["cola"] + s["scores"]["rte"]) / 2)
+    assert s["glue_partial"] is True and s["glue_score"] is None
+    assert s["glue_average_over"] == ["cola", "rte"]
+    assert s["not_run"] == ["sst2", "mrpc", "stsb", "qqp", "qnli"]
+    row = next(line for line in err.splitlines() if line.startswith("| run |"))
+    cells = [c.strip() for c in row.split("|")[2:-1]]
+    header = next(line for line in err.splitlines() if line.startswith("| model"))
+    cols = [c.strip() for c in header.split("|")[2:-1]]
+    assert cols == ["CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI", "QNLI", "RTE", "WNLI",
+                    "GLUE"]
+    by_col = dict(zip(cols, cells))
+    assert by_col["CoLA"] == f"{s['scores']['cola']:.1f}†"  # trained on 24 of 40 examples
+    assert by_col["MNLI"] == "n/a" and by_col["SST-2"] == "–"
+    assert by_col["GLUE"] == f"{s['glue_average']:.1f}*"
+    assert "24 of 40" in err and "MNLI/train.tsv" in err
+    assert (tmp_path / "glue.md").read_text() == s["table"]
+
+
+def test_predict_scores_sentences_and_files(capsys, run_dir, slices, tmp_path):
+    assert run_cli(capsys, "finetune", "--checkpoint", run_dir, "--task", "rte",
+                   "--max-train-examples", 8, "--out", tmp_path / "rte", *FAST)[0] == 0
+    code, p, _ = run_cli(capsys, "predict", "--model", tmp_path / "rte",
+                         "A man is playing a guitar.", "A person plays music.")
+    assert code == 0 and p["task"] == "rte" and len(p["predictions"]) == 1
+    # The probabilities are the softmax of the reloaded model's logits on [CLS] A [SEP] B [SEP].
+    ft = pr.load_finetuned(tmp_path / "rte")
+    ids, types = ft.tokenizer.encode_pair("A man is playing a guitar.", "A person plays music.")
+    with torch.no_grad():
+        logits = ft.model(torch.tensor([ids]), token_type_ids=torch.tensor([types]))[0]
+    expected = dict(zip(glue.get_task("rte").label_names, logits.softmax(-1).tolist()))
+    got = p["predictions"][0]
+    assert got["probabilities"] == pytest.approx(expected, abs=1e-6)
+    assert got["label"] == max(expected, key=expected.get)
+    assert (got["text_a"], got["text_b"]) == ("A man is playing a guitar.",
+                                              "A person plays music.")
+
+    # A file of pairs, read with QUOTE_NONE: the lone quote stays in the text.
+    (tmp_path / "pairs.tsv").write_text('" A quoted start\tsecond\n\nthird\tfourth "\n')
+    code, p, _ = run_cli(capsys, "predict", "--model", tmp_path / "rte", "--file",
+                         tmp_path / "pairs.tsv")
+    assert code == 0 and [(x["text_a"], x["text_b"]) for x in p["predictions"]] == [
+        ('" A quoted start', "second"), ("third", 'fourth "')]
+    # RTE takes pairs: one sentence is a clear error, and so are both input forms at once.
+    code, _, err = run_cli(capsys, "predict", "--model", tmp_path / "rte", "only one")
+    assert code == 2 and "pairs" in err
+    code, _, err = run_cli(capsys, "predict", "--model", tmp_path / "rte", "a", "b",
+                           "--file", tmp_path / "pairs.tsv")
+    assert code == 2 and "--file" in err
