@@ -227,3 +227,48 @@ def test_malformed_tsv_is_an_error(tmp_path):
     with pytest.warns(UserWarning, match=r"skipped 1 row.*\[2000\]"):
         ex = glue.load_split("rte", "train", data_dir=tmp_path)
     assert len(ex) == 2000 and ex[-1].text_a == "premise 1999"
+
+
+def test_pair_tasks_and_the_papers_metric_names():
+    assert {n for n, t in glue.TASKS.items() if not t.is_pair} == {"cola", "sst2"}
+    # ELECTRA paper section 3.1: Spearman for STS, Matthews for CoLA, accuracy for the rest.
+    names = {n: glue.METRIC_NAMES[t.metric] for n, t in glue.TASKS.items()}
+    assert names.pop("cola") == "Matthews correlation"
+    assert names.pop("stsb") == "Spearman correlation"
+    assert set(names.values()) == {"accuracy"}
+
+
+# -------------------------------------------------------------------------------- the table
+
+
+def _result(score, subset=False):
+    return {"score": score, "scores": [score], "train_subset": subset, "train_examples": 500,
+            "train_examples_available": 8551}
+
+
+def test_glue_score_is_the_mean_of_eight_without_wnli():
+    # ELECTRA-Small-OWT, official README (ELECTRA_REFERENCE.md section 4): printed avg 80.4.
+    scores = dict(zip(glue.GLUE_TASKS, [56.8, 88.3, 87.4, 86.8, 88.3, 78.9, 87.9, 68.5]))
+    results = {t: _result(v) for t, v in scores.items()}
+    results["wnli"] = _result(0.0)  # shown, never averaged
+    md, average, partial = glue.format_table(results, name="Small-OWT")
+    assert average == pytest.approx(642.9 / 8) and not partial
+    assert "| Small-OWT | 56.8 | 88.3 | 87.4 | 86.8 | 88.3 | 78.9 | 87.9 | 68.5 | 0.0 | 80.4 |" \
+        in md
+    assert "partial" not in md and "†" not in md
+
+
+def test_table_marks_partial_absent_not_run_and_subsets():
+    results = {"cola": _result(40.0, subset=True), "rte": _result(61.0)}
+    md, average, partial = glue.format_table(results, name="m",
+                                             missing={"mnli": "no MNLI/train.tsv"})
+    assert average == pytest.approx(50.5) and partial
+    row = md.splitlines()[2].split("|")[2:-1]
+    cells = dict(zip(["CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI", "QNLI", "RTE", "GLUE"],
+                     [c.strip() for c in row]))
+    assert cells == {"CoLA": "40.0†", "SST-2": "–", "MRPC": "–", "STS-B": "–", "QQP": "–",
+                     "MNLI": "n/a", "QNLI": "–", "RTE": "61.0", "GLUE": "50.5*"}
+    assert "2 of 8 GLUE tasks" in md and "CoLA 500 of 8551" in md
+    assert "MNLI: data absent: no MNLI/train.tsv" in md
+    assert glue.glue_average({}) == (None, [])
+    assert glue.format_table({})[1:] == (None, True)
