@@ -40,21 +40,23 @@ def main() -> None:
                         help="fixed random subset of the training set (CPU budget)")
     parser.add_argument("--seeds", type=int, default=1, help="runs per arm; the median is kept")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--set", action="append", default=[], metavar="finetune.KEY=VALUE",
+                        help="recipe overrides for both arms, e.g. finetune.loss_reduction=mean")
     args = parser.parse_args()
 
     import torch
 
-    from minielectra.evaluate import resolve_checkpoint
-    from minielectra.finetune import finetune
+    from minielectra.finetune import finetune, open_checkpoint
 
-    checkpoint = resolve_checkpoint(args.checkpoint)
+    # Resolved (a run dir's latest checkpoint, 'bundled') and loaded once for both arms.
+    pretrained, checkpoint = open_checkpoint(args.checkpoint)
     arms = {}
     with tempfile.TemporaryDirectory() as tmp:
         for arm, extra in (("pretrained", []), ("random_init", ["finetune.from_scratch=true"])):
             start = time.perf_counter()
-            r = finetune(checkpoint, args.task, max_train_examples=args.train_examples,
+            r = finetune(pretrained, args.task, max_train_examples=args.train_examples,
                          seeds=args.seeds, progress=False, save_model=False,
-                         overrides=[f"finetune.num_threads={args.threads}"] + extra,
+                         overrides=[f"finetune.num_threads={args.threads}", *args.set, *extra],
                          out=Path(tmp) / arm)
             arms[arm] = {"score": r["score"], "scores": r["scores"],
                          "wall_s": round(time.perf_counter() - start, 1),
@@ -62,7 +64,8 @@ def main() -> None:
             print(arm, json.dumps(arms[arm]), flush=True)
     print(json.dumps({
         "benchmark": "sst2_pretrained_vs_random_init",
-        "checkpoint": str(checkpoint), "task": args.task, "metric": r["metric"],
+        "checkpoint": checkpoint, "task": args.task, "metric": r["metric"],
+        "overrides": args.set, "loss_reduction": r["config"]["loss_reduction"],
         "train_examples": r["train_examples"], "dev_examples": r["dev_examples"],
         "seeds": args.seeds, "arms": arms,
         "gain_points": round(arms["pretrained"]["score"] - arms["random_init"]["score"], 2),
