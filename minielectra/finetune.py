@@ -283,6 +283,10 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
     gen = torch.Generator().manual_seed(seed)
     n, bs = len(data.train), cfg.batch_size
     epochs = cfg.epochs or task.epochs
+    # The official preprocessing pads the training set to a multiple of the batch with dummy
+    # examples whose loss is zeroed, so it also takes ceil(n / bs) steps an epoch; with the summed
+    # loss our smaller last batch is exactly such a padded batch (a mean would up-weight it).
+    # Unlike it we shuffle fully each epoch (it repeats the data through a 100-example buffer).
     total = math.ceil(n / bs) * epochs
     warmup = int(cfg.warmup_fraction * total)
     opt = AdamWeightDecay(layerwise_param_groups(model, cfg), lr=cfg.learning_rate,

@@ -106,6 +106,21 @@ def test_finetune_without_data_names_the_files(capsys, run_dir, slices):
     assert code == 2 and "QQP/train.tsv" in err and "QQP/train.tsv.gz" in err
 
 
+@pytest.mark.parametrize("task", sorted(glue.TASKS))
+def test_every_task_name_runs_or_names_its_missing_files(capsys, run_dir, slices, task):
+    t = glue.get_task(task)
+    folder = slices / "glue" / t.folder
+    have = all(any((folder / f"{split}.tsv{z}").is_file() for z in ("", ".gz"))
+               for split in ("train", t.dev_file))
+    code, r, err = run_cli(capsys, "finetune", "--checkpoint", run_dir, "--task", task,
+                           "--max-train-examples", 8, *FAST)
+    if have:
+        assert code == 0 and r["task"] == task and r["metric"] == glue.METRIC_NAMES[t.metric]
+        assert r["dev_examples"] == 40 and r["runs"][0]["epochs"] == 1
+    else:  # QQP, MNLI (no files) and QNLI (dev only) in ../shared/data
+        assert code == 2 and f"{t.folder}/" in err and "looked for" in err
+
+
 def test_glue_json_on_stdout_marked_table_on_stderr(capsys, run_dir, slices, tmp_path):
     code, s, err = run_cli(capsys, "glue", "--checkpoint", run_dir, "--tasks", "cola", "rte",
                            "mnli", "wnli", "--max-train-examples", 24, "--out", tmp_path, *FAST)
