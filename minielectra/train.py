@@ -1,22 +1,19 @@
-"""The pre-training loop: optimiser, schedule, precision, checkpoints, resume and logging.
+"""The pre-training loop: precision, checkpoints, resume, logging and the NaN guard.
 
-This is the official recipe (google-research/electra ``run_pretraining.py`` and
-``model/optimization.py``; ``ELECTRA_REFERENCE.md`` section 1), read top to bottom:
+This is the official recipe (google-research/electra ``run_pretraining.py``;
+``ELECTRA_REFERENCE.md`` section 1), read top to bottom. The optimiser and the learning-rate
+schedule (``model/optimization.py``) live in :mod:`minielectra.optim` and are re-exported here.
 
-1. **Schedule** (:func:`lr_at`): warmup times linear decay, in the official form
-   ``peak * (1 - step/T) * min(1, step/warmup)`` or the usual "ramp up, then decay" form.
-2. **Optimiser** (:class:`AdamWeightDecay`): Adam with decoupled weight decay 0.01, not on
-   LayerNorm or bias parameters, eps 1e-6 and, by default, *no bias correction* (as the official
-   optimiser). On a GPU we use torch's fused AdamW with hyper-parameters rescaled so that it
-   computes exactly the same update (:func:`official_adam_hparams`).
-3. **Precision** (:func:`resolve_device`, :func:`autocast`): fp32 on CPU; bf16 autocast or fp16 with
+1. **Precision** (:func:`resolve_device`, :func:`autocast`): fp32 on CPU; bf16 autocast or fp16 with
    a gradient scaler on a GPU. Sampling stays in float32 (``electra.gumbel_max_sample``).
-4. **Checkpoints** (:func:`save_checkpoint`): weights, optimiser, RNG and data position, written to
+2. **Checkpoints** (:func:`save_checkpoint`): weights, optimiser, RNG and data position, written to
    a temporary directory and renamed into place, so a crash never leaves a half checkpoint. The
    last ``keep_last`` are kept, plus the paper's milestones (6.25/12.5/25/50/100% of the steps).
-5. **The loop** (:func:`pretrain`): gradient accumulation, clipping at global norm 1.0, a NaN
-   guard, a tqdm bar, ``metrics.jsonl``, periodic held-out evaluation, a wall-clock budget, and
-   ``resume=True`` that continues bit-for-bit on CPU.
+3. **Set-up** (:func:`prepare_data`, :func:`resume_point`, :func:`restore_trainer_state`): data,
+   tokenizer, and everything a resumed run must restore.
+4. **The loop** (:func:`pretrain`): gradient accumulation, clipping at global norm 1.0, a NaN
+   guard that never stalls the GPU, a tqdm bar, ``metrics.jsonl``, periodic held-out evaluation,
+   a wall-clock budget, and ``resume=True`` that continues bit-for-bit on CPU.
 
 Run layout (``train.out_dir``)::
 
@@ -32,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import math
 import re
 import shutil
 import time
@@ -45,140 +41,11 @@ from torch import nn
 
 from .config import RunConfig, TrainConfig
 from .electra import Electra
+# Re-exported: ``from minielectra.train import AdamWeightDecay, lr_at`` predates optim.py.
+from .optim import (AdamWeightDecay, build_optimizer, load_optimizer_state,  # noqa: F401
+                    lr_at, official_adam_hparams, param_groups, set_lr)
 
-# ------------------------------------------------------------------------------ 1. schedule
-
-
-def lr_at(step: int, t: TrainConfig) -> float:
-    """The learning rate of the update made at ``step`` (0-based), as in the official code.
-
-    ``official``: ``peak * (1 - step/T) * min(1, step/warmup)``: TF's ``polynomial_decay`` line
-    from the very first step, multiplied by the warmup ramp, so it never quite reaches the peak.
-    ``linear``: ramp from 0 to the peak over ``warmup`` steps, then decay linearly to 0 at ``T``.
-    """
-    peak, total, warmup = t.learning_rate, t.max_steps, t.warmup_steps
-    step = min(step, total)
-    if t.schedule == "official":
-        ramp = min(1.0, step / warmup) if warmup > 0 else 1.0
-        return peak * (1 - step / total) * ramp
-    if step < warmup:
-        return peak * step / warmup
-    return peak * (total - step) / max(1, total - warmup)
-
-
-# ----------------------------------------------------------------------------- 2. optimiser
-
-
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """Two groups: decayed weights, and LayerNorm/bias parameters that are not decayed.
-
-    The official optimiser skips any variable named ``LayerNorm`` or ``bias``; the generator's
-    ``output_bias`` is a bias too. ``named_parameters`` yields a shared (tied) tensor once, so
-    the embeddings both networks hold are updated, and decayed, once per step.
-    """
-    norm_params = {id(p) for m in model.modules() if isinstance(m, nn.LayerNorm)
-                   for p in m.parameters()}
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        skip = id(p) in norm_params or name.rsplit(".", 1)[-1].endswith("bias")
-        (no_decay if skip else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0}]
-
-
-class AdamWeightDecay(torch.optim.Optimizer):
-    """The official ``AdamWeightDecayOptimizer``, readable, with optional bias correction.
-
-    For each parameter ``w`` with gradient ``g`` (``t`` counts updates from 1)::
-
-        m = b1 * m + (1 - b1) * g
-        v = b2 * v + (1 - b2) * g^2
-        m_hat, v_hat = m, v                                  # official: no bias correction
-        m_hat, v_hat = m / (1 - b1^t), v / (1 - b2^t)        # bias_correction=True (= AdamW)
-        w = w - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w)
-
-    The decay is *decoupled* (Loshchilov & Hutter): it is not part of the gradient, so Adam's
-    scaling does not touch it. Without bias correction the first updates are small (``m`` starts
-    at 0), which acts as an extra warmup; short runs learn faster with it on.
-    State keys match ``torch.optim.AdamW`` (``step``, ``exp_avg``, ``exp_avg_sq``).
-    """
-
-    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-6, weight_decay: float = 0.0, *, bias_correction: bool = False):
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                        bias_correction=bias_correction)
-        super().__init__(params, defaults)
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = closure() if closure is not None else None
-        for group in self.param_groups:
-            b1, b2 = group["betas"]
-            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = torch.tensor(0.0)
-                    state["exp_avg"] = torch.zeros_like(p)
-                    state["exp_avg_sq"] = torch.zeros_like(p)
-                state["step"] += 1
-                m, v, t = state["exp_avg"], state["exp_avg_sq"], state["step"].item()
-                m.lerp_(p.grad, 1 - b1)  # m = b1 m + (1 - b1) g
-                v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
-                step_size, denom = lr, v.sqrt()
-                if group["bias_correction"]:
-                    step_size = lr / (1 - b1 ** t)
-                    denom = denom / math.sqrt(1 - b2 ** t)
-                if wd:
-                    p.mul_(1 - lr * wd)  # uses the weight before this update, like the official
-                p.addcdiv_(m, denom.add_(eps), value=-step_size)
-        return loss
-
-
-def official_adam_hparams(lr: float, eps: float, weight_decay: float, betas: tuple[float, float],
-                          t: int) -> tuple[float, float, float]:
-    """``(lr', eps', wd')`` that make bias-corrected AdamW compute the *uncorrected* update.
-
-    AdamW's update is ``lr' * (m / c1) / (sqrt(v / c2) + eps')`` with ``c1 = 1 - b1^t``,
-    ``c2 = 1 - b2^t``. Choosing ``lr' = lr * c1 / sqrt(c2)`` and ``eps' = eps / sqrt(c2)`` turns it
-    into ``lr * m / (sqrt(v) + eps)``, and ``wd' = wd * lr / lr'`` keeps the decay ``lr * wd * w``.
-    This lets the GPU use torch's fused AdamW kernel for the official optimiser.
-    """
-    c1, c2 = 1 - betas[0] ** t, 1 - betas[1] ** t
-    return lr * c1 / math.sqrt(c2), eps / math.sqrt(c2), weight_decay * math.sqrt(c2) / c1
-
-
-def build_optimizer(model: nn.Module, t: TrainConfig,
-                    device: torch.device) -> torch.optim.Optimizer:
-    """The readable optimiser on CPU; torch's fused AdamW (same update) on a GPU."""
-    groups = param_groups(model, t.weight_decay)
-    betas = (t.adam_beta1, t.adam_beta2)
-    if device.type != "cuda":
-        return AdamWeightDecay(groups, lr=t.learning_rate, betas=betas, eps=t.adam_eps,
-                               bias_correction=t.bias_correction)
-    for g in groups:  # set_lr rescales these per step when emulating no bias correction
-        g["base_weight_decay"], g["official_rescale"] = g["weight_decay"], not t.bias_correction
-    return torch.optim.AdamW(groups, lr=t.learning_rate, betas=betas, eps=t.adam_eps, fused=True)
-
-
-def set_lr(optimizer: torch.optim.Optimizer, lr: float, t: TrainConfig, step: int) -> None:
-    """Set the hyper-parameters of update ``step`` (0-based).
-
-    For the fused AdamW the step count is the loop's: with fp16, updates the gradient scaler
-    skips still count, which shifts the emulated correction slightly during the first steps.
-    """
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-        if group.get("official_rescale"):
-            group["lr"], group["eps"], group["weight_decay"] = official_adam_hparams(
-                lr, t.adam_eps, group["base_weight_decay"], group["betas"], step + 1)
-
-
-# ----------------------------------------------------------------------------- 3. precision
+# ----------------------------------------------------------------------------- 1. precision
 
 
 def resolve_device(t: TrainConfig) -> torch.device:
@@ -207,7 +74,7 @@ def autocast(device: torch.device, precision: str):
     return torch.autocast(device.type, dtype=dtype)
 
 
-# --------------------------------------------------------------------------- 4. checkpoints
+# --------------------------------------------------------------------------- 2. checkpoints
 
 STATE_FILE = "trainer_state.pt"
 _STEP_DIR = re.compile(r"^step_(\d+)$")
@@ -294,7 +161,7 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-# ------------------------------------------------------------------------------ 5. set-up
+# ------------------------------------------------------------------------------ 3. set-up
 
 
 def check_types(cfg: RunConfig) -> None:
@@ -314,7 +181,8 @@ def check_types(cfg: RunConfig) -> None:
             elif hint in (bool, str):
                 ok = isinstance(value, hint)
             elif origin is tuple:
-                ok = isinstance(value, (tuple, list))
+                ok = isinstance(value, (tuple, list)) and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
             elif type(None) in args:
                 types = tuple(a for a in args if isinstance(a, type))
                 ok = value is None or isinstance(value, types)
@@ -386,17 +254,30 @@ def resume_point(cfg: RunConfig) -> Path:
     return ckpt
 
 
+def refuse_earlier_run(cfg: RunConfig) -> None:
+    """A fresh run must not mix its checkpoints with an earlier run's in ``train.out_dir``:
+    pruning would delete them, and ``--resume`` would later pick whichever step is largest."""
+    found = list_checkpoints(cfg.train.out_dir)
+    if found:
+        raise ValueError(
+            f"{checkpoint_dir(cfg.train.out_dir)} already holds {len(found)} checkpoint(s) of an "
+            f"earlier run (latest step {found[-1][0]}): delete them, choose another --out "
+            "(train.out_dir), or continue that run with --resume")
+
+
 def restore_trainer_state(ckpt: Path, optimizer, scaler, sampler: torch.Generator) -> int:
-    """Load optimiser, scaler and RNG states from ``ckpt``; returns the step to continue from."""
+    """Load optimiser, scaler and RNG states from ``ckpt``; returns the step to continue from.
+    The optimiser keeps this device's settings (fused on a GPU), see ``load_optimizer_state``."""
     state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=True)
-    optimizer.load_state_dict(state["optimizer"])
+    load_optimizer_state(optimizer, state["optimizer"])
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
     set_rng_state(state["rng"], sampler)
     return state["step"]
 
 
-# ------------------------------------------------------------------------------ 6. the loop
+# ------------------------------------------------------------------------------ 4. the loop
+
 
 
 class TrainingDiverged(RuntimeError):
@@ -406,10 +287,13 @@ class TrainingDiverged(RuntimeError):
 def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim.Optimizer,
                scaler, *, t: TrainConfig, device: torch.device,
                sampler: torch.Generator) -> dict[str, torch.Tensor]:
-    """One update: ``grad_accum`` micro-batches, clip, NaN check, optimiser step.
+    """One update: ``grad_accum`` micro-batches, clip at ``grad_clip``, optimiser step.
 
-    Returns detached per-step sums (``tokens``) and means (losses, metrics, ``grad_norm``).
-    Raises :class:`TrainingDiverged` *before* the update when the loss is not finite.
+    Returns detached per-step sums (``tokens``) and means (losses, metrics, ``grad_norm``), and
+    ``finite``, a 0-dim bool tensor that is False when the loss (or, without an fp16 gradient
+    scaler, the gradient norm) was NaN/inf. ``finite`` is not read here: reading a GPU value makes
+    the CPU wait until the GPU has finished the step, which would empty the queue every step. The
+    loop reads all the flags at once when it waits anyway (:class:`_NanGuard`).
     """
     optimizer.zero_grad(set_to_none=True)
     stats: dict[str, torch.Tensor] = {}
@@ -432,8 +316,7 @@ def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim
     finite = torch.isfinite(stats["loss"])
     if scaler is None:
         finite = finite & torch.isfinite(stats["grad_norm"])
-    if not finite.item():
-        raise TrainingDiverged("non-finite loss")
+    stats["finite"] = finite
     if scaler is not None:
         scaler.step(optimizer)
         scaler.update()
@@ -442,13 +325,39 @@ def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim
     return stats
 
 
+class _NanGuard:
+    """Keeps each step's ``finite`` flag on the device and reads them all in one go, at the
+    points where the loop waits for the device anyway (log lines, evaluations, checkpoints).
+
+    A NaN step has already updated the weights when it is found, so nothing is saved after it:
+    the loop checks before every checkpoint, and the last one saved is the last good one.
+    """
+
+    def __init__(self):
+        self.pending: list[tuple[int, torch.Tensor]] = []
+
+    def add(self, step: int, finite: torch.Tensor) -> None:
+        self.pending.append((step, finite))
+
+    def check(self, last_saved: Path | None) -> None:
+        if not self.pending:
+            return
+        steps, flags = zip(*self.pending)
+        self.pending = []
+        ok = torch.stack(flags).tolist()  # the one host-device sync
+        if not all(ok):
+            raise TrainingDiverged(
+                f"loss became NaN/inf at step {steps[ok.index(False)]}; stopped without saving. "
+                f"Last good checkpoint: {last_saved or 'none'}")
+
+
 class _Logger:
     """Averages step statistics between log lines; writes ``metrics.jsonl`` and the tqdm bar."""
 
     def __init__(self, path: Path, bar, start_time: float):
         self.path, self.bar, self.start = path, bar, start_time
         self.sums: dict[str, torch.Tensor] = {}
-        self.steps, self.last_time = 0, time.perf_counter()
+        self.steps, self.last_time, self.excluded = 0, time.perf_counter(), 0.0
 
     def add(self, stats: dict[str, torch.Tensor]) -> None:
         for k, v in stats.items():
@@ -459,29 +368,74 @@ class _Logger:
         with open(self.path, "a") as f:
             f.write(json.dumps(record) + "\n")
 
+    @contextlib.contextmanager
+    def paused(self):
+        """Time spent in here (evaluation, checkpoints) is left out of tokens/s."""
+        begin = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.excluded += time.perf_counter() - begin
+
     def flush(self, step: int, lr: float) -> dict[str, Any] | None:
         if not self.steps:
             return None
         now = time.perf_counter()
         tokens = float(self.sums.pop("tokens"))
+        seconds = now - self.last_time - self.excluded
         record = {"kind": "train", "step": step, "lr": lr,
                   **{k: float(v) / self.steps for k, v in self.sums.items()},
-                  "tokens_per_s": tokens / max(now - self.last_time, 1e-9),
-                  "elapsed_s": now - self.start}
+                  "tokens_per_s": tokens / max(seconds, 1e-9), "elapsed_s": now - self.start}
         self.write(record)
         self.bar.set_postfix(loss=f"{record['loss']:.3f}",
                              disc_acc=f"{record['disc_accuracy']:.3f}",
                              tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
-        self.sums, self.steps, self.last_time = {}, 0, now
+        self.sums, self.steps, self.last_time, self.excluded = {}, 0, now, 0.0
         return record
 
 
 def _truncate_metrics(path: Path, step: int) -> None:
-    """On resume, drop the log lines of steps after the checkpoint (they will be redone)."""
-    if path.exists():
-        keep = [ln for ln in path.read_text().splitlines()
-                if ln.strip() and json.loads(ln).get("step", 0) <= step]
-        path.write_text("".join(ln + "\n" for ln in keep))
+    """On resume, drop the log lines of steps after the checkpoint (they will be redone), and a
+    line that does not parse: the last one, cut short by a crash in the middle of writing it."""
+    if not path.exists():
+        return
+    keep = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("step", 0) <= step:
+            keep.append(line)
+    path.write_text("".join(ln + "\n" for ln in keep))
+
+
+def _model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, progress: bool):
+    """The model (fresh, or the checkpoint's weights) and the train and held-out datasets."""
+    torch.manual_seed(cfg.train.seed)  # first: the initial weights are a function of the seed
+    loaded = Electra.from_pretrained(ckpt) if ckpt is not None else None
+    tokenizer, train_ds, heldout_ds = prepare_data(
+        cfg, tokenizer=loaded.tokenizer if loaded is not None else None, progress=progress)
+    set_token_ids(cfg, tokenizer)
+    model = Electra(cfg.model, cfg.objective)
+    if loaded is not None:
+        model.load_state_dict(loaded.state_dict())
+    model.tokenizer = tokenizer
+    return model.to(device).train(), train_ds, heldout_ds
+
+
+def _prepare_out_dir(cfg: RunConfig, model: Electra, step: int, resumed: bool) -> Path:
+    """``config.json``, ``tokenizer/`` and ``metrics.jsonl`` (emptied, or cut back to ``step``)."""
+    out = Path(cfg.train.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg.save(out / "config.json")
+    model.tokenizer.save(out / "tokenizer")
+    metrics_path = out / "metrics.jsonl"
+    if resumed:
+        _truncate_metrics(metrics_path, step)
+    else:
+        metrics_path.write_text("")
+    return metrics_path
 
 
 def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
@@ -489,8 +443,9 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     """Pre-train ELECTRA as ``cfg`` says; returns the held-out metrics and the checkpoint path.
 
     ``resume=True`` continues from the latest checkpoint in ``train.out_dir`` (same config
-    required). ``until_step`` stops early (with a checkpoint) as an interruption would, without
-    changing the schedule; the tests use it to split a run in two.
+    required); without it, a ``train.out_dir`` that holds checkpoints is refused. ``until_step``
+    stops early (with a checkpoint) as an interruption would, without changing the schedule; the
+    tests use it to split a run in two.
     """
     from tqdm.auto import tqdm
 
@@ -502,93 +457,81 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     cfg.validate()
     t = cfg.train
     device = resolve_device(t)  # refuses fp16/bf16 without a GPU, before any data work
-    out = Path(t.out_dir)
     ckpt = resume_point(cfg) if resume else None
+    if ckpt is None:
+        refuse_earlier_run(cfg)
 
-    # Data and model. Seeding first makes the initial weights a function of train.seed.
-    torch.manual_seed(t.seed)
-    loaded = Electra.from_pretrained(ckpt) if ckpt is not None else None
-    tokenizer, train_ds, heldout_ds = prepare_data(
-        cfg, tokenizer=loaded.tokenizer if loaded is not None else None, progress=progress)
-    set_token_ids(cfg, tokenizer)
-    model = Electra(cfg.model, cfg.objective)
-    if loaded is not None:
-        model.load_state_dict(loaded.state_dict())
-    model.tokenizer = tokenizer
-    model.to(device).train()
+    model, train_ds, heldout_ds = _model_and_data(cfg, ckpt, device, progress)
     optimizer = build_optimizer(model, t, device)
     scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
     sampler = torch.Generator(device=device).manual_seed(t.seed + 1)
-
     step = restore_trainer_state(ckpt, optimizer, scaler, sampler) if ckpt is not None else 0
-
-    out.mkdir(parents=True, exist_ok=True)
-    cfg.save(out / "config.json")
-    tokenizer.save(out / "tokenizer")
-    metrics_path = out / "metrics.jsonl"
-    if ckpt is not None:
-        _truncate_metrics(metrics_path, step)
-    else:
-        metrics_path.write_text("")
+    metrics_path = _prepare_out_dir(cfg, model, step, resumed=ckpt is not None)
 
     net = torch.compile(model) if t.compile else model  # static shapes: compiles once
     batches = batch_iterator(train_ds, t.batch_size, seed=t.seed, start=step * t.grad_accum,
                              device=device)  # CPU tensors (pinned for cuda); moved in train_step
     eval_data = list(heldout_batches(heldout_ds, batch_size=t.batch_size,
                                      max_examples=t.eval_examples, device=device))
+    bar = tqdm(total=t.max_steps, initial=step, disable=not progress, desc="pretrain",
+               dynamic_ncols=True)
+    logger, guard = _Logger(metrics_path, bar, start_time), _NanGuard()
+    last_saved = ckpt
 
     def evaluate_now() -> dict[str, Any]:
-        result = evaluate_model(model, eval_data, seed=t.seed, precision=t.precision)
-        logger.write({"kind": "eval", "step": step, **result,
-                      "elapsed_s": time.perf_counter() - start_time})
+        with logger.paused():
+            result = evaluate_model(model, eval_data, seed=t.seed, precision=t.precision)
+            logger.write({"kind": "eval", "step": step, **result,
+                          "elapsed_s": time.perf_counter() - start_time})
         return result
 
     def checkpoint() -> Path:
-        state = trainer_state(step, optimizer, scaler, sampler, t)
-        path = save_checkpoint(out, step, model, state, cfg)
-        prune_checkpoints(out, t)
+        with logger.paused():
+            path = save_checkpoint(out_dir=t.out_dir, step=step, model=model, cfg=cfg,
+                                   state=trainer_state(step, optimizer, scaler, sampler, t))
+            prune_checkpoints(t.out_dir, t)
         return path
 
-    bar = tqdm(total=t.max_steps, initial=step, disable=not progress, desc="pretrain",
-               dynamic_ncols=True)
-    logger = _Logger(metrics_path, bar, start_time)
     milestones = milestone_steps(t)
-    last_saved = ckpt
     stop = "max_steps"
-    while step < t.max_steps:
-        if until_step is not None and step >= until_step:
-            stop = "until_step"
-            break
-        if t.max_minutes and time.perf_counter() - start_time >= 60 * t.max_minutes:
-            stop = "max_minutes"
-            break
-        lr = lr_at(step, t)
-        set_lr(optimizer, lr, t, step)
-        try:
+    try:
+        while step < t.max_steps:
+            if until_step is not None and step >= until_step:
+                stop = "until_step"
+                break
+            if t.max_minutes and time.perf_counter() - start_time >= 60 * t.max_minutes:
+                stop = "max_minutes"
+                break
+            lr = lr_at(step, t)
+            set_lr(optimizer, lr, t, step)
             stats = train_step(net, batches, optimizer, scaler, t=t, device=device,
                                sampler=sampler)
-        except TrainingDiverged:
-            bar.close()
-            raise TrainingDiverged(
-                f"loss became NaN/inf at step {step + 1}; stopped without saving. Last good "
-                f"checkpoint: {last_saved or 'none'}") from None
-        step += 1
-        bar.update(1)
-        logger.add(stats)
-        if step % t.log_every == 0:
-            logger.flush(step, lr)
-        if t.eval_every and step % t.eval_every == 0 and step < t.max_steps:
-            evaluate_now()
-        if step < t.max_steps and ((t.save_every and step % t.save_every == 0)
-                                   or step in milestones):
-            last_saved = checkpoint()
-    logger.flush(step, lr_at(max(step - 1, 0), t))
-    bar.close()
+            step += 1
+            bar.update(1)
+            guard.add(step, stats.pop("finite"))
+            logger.add(stats)
+            save = step < t.max_steps and ((t.save_every and step % t.save_every == 0)
+                                           or step in milestones)
+            evaluate = t.eval_every and step % t.eval_every == 0 and step < t.max_steps
+            if step % t.log_every == 0 or save:  # a log line at each checkpoint: a resumed
+                logger.flush(step, lr)            # run's log is then the straight run's
+            if save or evaluate or step % t.log_every == 0:
+                guard.check(last_saved)  # the log line just waited for the device anyway
+            if save:
+                last_saved = checkpoint()
+            if evaluate:
+                evaluate_now()
+        logger.flush(step, lr_at(max(step - 1, 0), t))
+        guard.check(last_saved)
+    finally:
+        bar.close()
+    # The final checkpoint comes before the final evaluation: a crash there loses no training.
+    if last_saved is None or last_saved.name != f"step_{step:07d}":
+        last_saved = checkpoint()
     result = evaluate_now()
-    saved_now = last_saved is not None and last_saved.name == f"step_{step:07d}"
-    path = last_saved if saved_now else checkpoint()
-    summary = {"step": step, "stopped_by": stop, "checkpoint": str(path), "out_dir": str(out),
-               "elapsed_s": round(time.perf_counter() - start_time, 1), "heldout": result}
+    summary = {"step": step, "stopped_by": stop, "checkpoint": str(last_saved),
+               "out_dir": str(t.out_dir), "elapsed_s": round(time.perf_counter() - start_time, 1),
+               "heldout": result}
     if progress:
         print_summary(summary)
     return summary
