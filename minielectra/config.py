@@ -165,6 +165,43 @@ class TrainConfig:
     max_minutes: float = 0.0  # 0: no wall-clock limit; else stop (and save) after this long
     out_dir: str = "runs/electra"
 
+    def validate(self) -> None:
+        """Refuse values no run can use, naming the key and the value (types: ``check_types``)."""
+        def refuse(name: str, rule: str) -> None:
+            raise ValueError(f"train.{name} must be {rule}, got {getattr(self, name)!r}")
+
+        for name in ("batch_size", "max_steps", "grad_accum", "log_every", "eval_examples"):
+            if getattr(self, name) <= 0:
+                refuse(name, "positive")
+        for name in ("learning_rate", "adam_eps", "grad_clip"):
+            if not 0 < getattr(self, name) < float("inf"):
+                refuse(name, "positive and finite")
+        for name in ("warmup_steps", "eval_every", "save_every", "seed"):
+            if getattr(self, name) < 0:
+                refuse(name, ">= 0 (0 means off)" if name != "seed" else ">= 0")
+        if not 0 <= self.weight_decay < float("inf"):
+            refuse("weight_decay", ">= 0 and finite")
+        for name in ("adam_beta1", "adam_beta2"):
+            if not 0 <= getattr(self, name) < 1:
+                refuse(name, "in [0, 1)")
+        if self.keep_last < 1:
+            refuse("keep_last", ">= 1 (the latest checkpoint is what --resume needs)")
+        if not all(0 < f <= 1 for f in self.milestones):
+            refuse("milestones", "fractions of max_steps in (0, 1]")
+        if not 0 <= self.max_minutes < float("inf"):
+            refuse("max_minutes", ">= 0 (0 means no limit)")
+        if self.schedule not in ("official", "linear"):
+            refuse("schedule", "official|linear")
+        if self.precision not in ("fp32", "bf16", "fp16"):
+            refuse("precision", "fp32|bf16|fp16")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            refuse("device", "auto|cpu|cuda|cuda:N")
+        if not self.out_dir.strip():
+            refuse("out_dir", "a directory")
+        for name in ("bias_correction", "compile"):
+            if not isinstance(getattr(self, name), bool):
+                refuse(name, "true or false")
+
 
 @dataclass
 class RunConfig:
@@ -179,16 +216,7 @@ class RunConfig:
     def validate(self) -> "RunConfig":
         self.model.validate()
         self.objective.validate()
-        t = self.train
-        if t.learning_rate <= 0:
-            raise ValueError(f"train.learning_rate must be positive, got {t.learning_rate}")
-        for name in ("max_steps", "batch_size", "grad_accum"):
-            if getattr(t, name) <= 0:
-                raise ValueError(f"train.{name} must be positive, got {getattr(t, name)}")
-        if t.warmup_steps < 0:
-            raise ValueError(f"train.warmup_steps must be >= 0, got {t.warmup_steps}")
-        if t.precision not in ("fp32", "bf16", "fp16"):
-            raise ValueError(f"train.precision must be fp32|bf16|fp16, got {t.precision!r}")
+        self.train.validate()
         if self.data.max_seq_len > self.model.max_position_embeddings:
             raise ValueError(f"data.max_seq_len {self.data.max_seq_len} exceeds "
                              f"model.max_position_embeddings {self.model.max_position_embeddings}")
@@ -235,19 +263,23 @@ def _from_dict(cls, d: dict[str, Any], prefix: str):
 # Each preset is a dict of dotted overrides applied to the defaults (= ELECTRA-Small).
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "small": {"train.out_dir": "runs/small"},
+    # GPU presets save and evaluate every 10k steps (1% of Small's run): with the defaults (only
+    # at the end) an interruption on day two would lose everything.
+    "small": {"train.save_every": 10_000, "train.eval_every": 10_000,
+              "train.out_dir": "runs/small"},
     "small++": {  # released google/electra-small-* checkpoints
         "model.generator_size": 1.0,
         "data.vocab": "bert-uncased",
         "data.max_seq_len": 512,
-        "train.max_steps": 4_000_000,
+        "train.max_steps": 4_000_000, "train.save_every": 10_000, "train.eval_every": 10_000,
         "train.out_dir": "runs/small++",
     },
     "base": {
         "model.embedding_size": 768, "model.hidden_size": 768, "model.num_heads": 12,
         "model.intermediate_size": 3072, "model.generator_size": 1 / 3,
         "data.vocab": "bert-uncased", "data.max_seq_len": 512, "train.batch_size": 256,
-        "train.learning_rate": 2e-4, "train.max_steps": 766_000, "train.out_dir": "runs/base",
+        "train.learning_rate": 2e-4, "train.max_steps": 766_000, "train.save_every": 10_000,
+        "train.eval_every": 10_000, "train.out_dir": "runs/base",
     },
     # CPU presets: tuned for held-out discriminator AUC per wall-clock minute on 2 cores (measured
     # in benchmarks/bench_learning_curve.py). The objective is the paper's; size, data and

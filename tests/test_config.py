@@ -1,9 +1,11 @@
 """Config: presets, dotted overrides with type checks, JSON round trip, early refusals."""
 
+import dataclasses
+
 import pytest
 
 from minielectra.cli import build_parser, pretrain_config
-from minielectra.config import PRESETS, RunConfig, apply_overrides, preset
+from minielectra.config import PRESETS, RunConfig, TrainConfig, apply_overrides, preset
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -69,3 +71,34 @@ def test_cli_flags_become_overrides():
     cfg = pretrain_config(args)
     assert (cfg.train.max_steps, cfg.data.corpus, cfg.train.seed, cfg.train.batch_size) == \
         (7, "pretrain-en", 3, 4)
+
+
+# A value no run can use for every TrainConfig field (types are checked by train.check_types).
+BAD_TRAIN_VALUES = {
+    "batch_size": 0, "max_steps": -1, "learning_rate": float("nan"), "warmup_steps": -10,
+    "schedule": "cosine", "weight_decay": -0.01, "adam_beta1": 1.0, "adam_beta2": -0.5,
+    "adam_eps": 0.0, "bias_correction": "yes", "grad_clip": 0.0, "grad_accum": 0,
+    "device": "tpu", "precision": "fp8", "compile": 1, "seed": -3, "log_every": 0,
+    "eval_every": -1, "eval_examples": 0, "save_every": -5, "keep_last": 0,
+    "milestones": (0.5, 1.5), "max_minutes": -1.0, "out_dir": " ",
+}
+
+
+def test_every_train_field_has_a_bad_value_here():
+    """A new TrainConfig field must be added to BAD_TRAIN_VALUES (and validated)."""
+    assert set(BAD_TRAIN_VALUES) == {f.name for f in dataclasses.fields(TrainConfig)}
+
+
+@pytest.mark.parametrize("name, value", sorted(BAD_TRAIN_VALUES.items()))
+def test_every_train_field_is_validated_naming_key_and_value(name, value):
+    cfg = preset("nano")
+    setattr(cfg.train, name, value)
+    with pytest.raises(ValueError) as e:
+        cfg.validate()
+    assert f"train.{name}" in str(e.value) and repr(value) in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("name", ["small", "small++", "base"])
+def test_gpu_presets_save_and_evaluate_every_10k_steps(name):
+    t = preset(name).train
+    assert (t.save_every, t.eval_every) == (10_000, 10_000)
