@@ -16,6 +16,10 @@ the README) and, with plotly, an interactive ``.html`` into ``--out`` (run direc
     python benchmarks/bench_learning_curve.py --presets mini --eval-every 250  # up to 60 min
     python benchmarks/bench_learning_curve.py --from-runs runs/nano runs/mini  # re-plot only
 
+Besides the JSON it prints (on stderr) and writes (``.md``) the Markdown table for the README.
+A fresh run replaces the preset's earlier run directory under ``--runs`` (``pretrain`` refuses to
+mix two runs' checkpoints); ``--from-runs`` only reads.
+
 Timings depend on the machine and on anything else running on it; the JSON records the CPU
 count, torch threads and load average at the start so that a reader can judge. Idle OpenMP
 threads are set to sleep (``OMP_WAIT_POLICY=PASSIVE``) before torch is imported: with spinning
@@ -33,6 +37,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import shutil  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -73,6 +78,9 @@ def run(preset_name: str, runs_root: Path, *, minutes: float | None, eval_every:
 
     cfg = preset(preset_name)
     run_dir = runs_root / preset_name
+    if run_dir.exists():  # this benchmark's own earlier run of the preset: start afresh
+        print(f"replacing the earlier run in {run_dir}", file=sys.stderr)
+        shutil.rmtree(run_dir)
     extra = [f"train.out_dir={run_dir}"]
     if minutes is not None:
         extra.append(f"train.max_minutes={minutes}")
@@ -85,6 +93,27 @@ def run(preset_name: str, runs_root: Path, *, minutes: float | None, eval_every:
     curve["wall_s"] = round(time.perf_counter() - start, 1)
     curve["stopped_by"] = result["stopped_by"]
     return curve
+
+
+def markdown_table(curves: list[dict]) -> str:
+    """The README's table: one row per preset, its final held-out figures and the target."""
+    rows = ["| preset | corpus | steps | minutes | held-out AUC | AUC without [CLS]/[SEP] | "
+            "target | first reached |", "|---|---|---|---|---|---|---|---|"]
+    for c in curves:
+        last = c["points"][-1] if c["points"] else {}
+        target = c.get("target_auc")
+        first = next((p for p in c["points"] if target and p["disc_auc"] >= target), None)
+        reached = (f"{first['elapsed_s'] / 60:.1f} min (step {first['step']})" if first
+                   else "not reached" if target else "")
+        rows.append("| `{}` | {} | {} | {:.1f} | {} | {} | {} | {} |".format(
+            c["preset"], c["config"]["data"]["corpus"], last.get("step", ""),
+            last.get("elapsed_s", 0) / 60, _fmt(last.get("disc_auc")),
+            _fmt(last.get("disc_auc_text")), target or "", reached))
+    return "\n".join(rows)
+
+
+def _fmt(x) -> str:
+    return f"{x:.3f}" if isinstance(x, (int, float)) else ""
 
 
 def plot(curves: list[dict], path: Path) -> Path | None:
@@ -195,8 +224,12 @@ def main(argv=None) -> int:
                              "wall_s": c.get("wall_s"), "target_auc": c["target_auc"],
                              "reached": (c["final_auc"] or 0) >= (c["target_auc"] or 0)}
                for c in curves}
+    table = markdown_table(curves)
+    (out / f"{stem}.md").write_text(table + "\n")
     print(json.dumps({"summary": summary, "json": str(out / f"{stem}.json"),
-                      "html": str(html) if html else None}, indent=2))
+                      "html": str(html) if html else None, "readme_table": str(out / f"{stem}.md")},
+                     indent=2))
+    print(table, file=sys.stderr)
     return 0
 
 

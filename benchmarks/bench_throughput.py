@@ -3,143 +3,175 @@
 The reference is what one writes with transformers' modules: ElectraForMaskedLM as the generator
 (vocabulary logits at every position, then the masked ones picked out), ElectraForPreTraining as
 the discriminator, embeddings tied by assignment, the same masking, Gumbel-max sampling, loss
-weights, AdamW and precision. Both run alternately in one process on the same batches, so
-machine noise hits both alike; the figure is the median of the rounds.
+weights and metrics. Both sides then go through the *same* training code,
+:func:`minielectra.train.train_step` with the official optimiser (:func:`minielectra.optim.
+build_optimizer`: AdamWeightDecay on CPU, fused AdamW on a GPU), the schedule, clipping,
+precision (autocast, fp16 scaler) and ``torch.compile`` as ``minielectra pretrain`` uses them. So
+the ratio measures the models, not two different loops. They run alternately in one process on
+the same batch, so machine noise hits both alike; the figures are the medians of the rounds.
 
     python benchmarks/bench_throughput.py --preset nano            # CPU, 2 cores
     python benchmarks/bench_throughput.py --preset small --device cuda --precision bf16 --compile
 
-Prints one JSON object: steps/s of each and ``ratio`` = minielectra / transformers.
+Prints one JSON object on stdout: steps/s of each, ``ratio`` = minielectra / transformers, and
+``readme_row``, the line for the README's benchmark table (also printed on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import platform
 import statistics
+import sys
 import time
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
 
-from minielectra.config import preset
-from minielectra.electra import Electra, gumbel_max_sample, mask_tokens, replace_tokens
+from minielectra.config import apply_overrides, preset
+from minielectra.electra import Electra, _metrics, gumbel_max_sample, mask_tokens, replace_tokens
+from minielectra.optim import build_optimizer, lr_at, set_lr
+from minielectra.train import resolve_device, train_step
 
 
-def hf_models(cfg):
-    """ElectraForMaskedLM + ElectraForPreTraining of the same shapes, embeddings tied."""
-    from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+class HFElectra(torch.nn.Module):
+    """ElectraForMaskedLM + ElectraForPreTraining of minielectra's shapes, embeddings tied,
+    with ``Electra.forward``'s signature and output, so that ``train_step`` can train it."""
 
-    def hf_config(m):
-        return ElectraConfig(vocab_size=m.vocab_size, embedding_size=m.embedding_size,
-                             hidden_size=m.hidden_size, num_hidden_layers=m.num_layers,
-                             num_attention_heads=m.num_heads, intermediate_size=m.intermediate_size,
-                             max_position_embeddings=m.max_position_embeddings,
-                             hidden_dropout_prob=m.dropout,
-                             attention_probs_dropout_prob=m.attention_dropout,
-                             layer_norm_eps=m.layer_norm_eps, attn_implementation="sdpa")
-    gen = ElectraForMaskedLM(hf_config(cfg.generator()))
-    disc = ElectraForPreTraining(hf_config(cfg))
-    gen.electra.embeddings = disc.electra.embeddings  # tie word/position/segment + LayerNorm
-    gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
-    return torch.nn.ModuleDict({"generator": gen, "discriminator": disc})
+    def __init__(self, cfg, obj):
+        super().__init__()
+        from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+
+        def hf_config(m):
+            return ElectraConfig(
+                vocab_size=m.vocab_size, embedding_size=m.embedding_size,
+                hidden_size=m.hidden_size, num_hidden_layers=m.num_layers,
+                num_attention_heads=m.num_heads, intermediate_size=m.intermediate_size,
+                max_position_embeddings=m.max_position_embeddings,
+                hidden_dropout_prob=m.dropout, attention_probs_dropout_prob=m.attention_dropout,
+                layer_norm_eps=m.layer_norm_eps, attn_implementation="sdpa")
+        self.cfg, self.obj = cfg, obj
+        self.generator = ElectraForMaskedLM(hf_config(cfg.generator()))
+        self.discriminator = ElectraForPreTraining(hf_config(cfg))
+        shared = self.discriminator.electra.embeddings  # word/position/segment + LayerNorm
+        self.generator.electra.embeddings = shared
+        self.generator.generator_lm_head.weight = shared.word_embeddings.weight
+
+    def forward(self, ids, am, types, *, generator=None):
+        """The ELECTRA loss written the straightforward way on top of transformers."""
+        masked = mask_tokens(ids, am, self.cfg, self.obj, generator=generator)
+        logits = self.generator(input_ids=masked.input_ids, attention_mask=am,
+                                token_type_ids=types).logits  # (b, n, v): every position
+        picked = logits.gather(1, masked.positions[..., None].expand(-1, -1, logits.shape[-1]))
+        ce = F.cross_entropy(picked.float().transpose(1, 2), masked.targets, reduction="none")
+        gen_loss = (ce * masked.weights).sum() / (masked.weights.sum() + 1e-6)
+        sampled = gumbel_max_sample(picked, temperature=self.obj.temperature, generator=generator)
+        corrupted, is_replaced = replace_tokens(ids, am, masked, sampled)
+        disc_logits = self.discriminator(input_ids=corrupted, attention_mask=am,
+                                         token_type_ids=types).logits  # (b, n)
+        bce = F.binary_cross_entropy_with_logits(disc_logits.float(), is_replaced.float(),
+                                                 reduction="none")
+        disc_loss = (bce * am).sum() / (am.sum() + 1e-6)
+        loss = self.obj.gen_weight * gen_loss + self.obj.disc_weight * disc_loss
+        return SimpleNamespace(loss=loss, gen_loss=gen_loss, disc_loss=disc_loss,
+                               metrics=_metrics(picked, masked, disc_logits, is_replaced, am))
 
 
-def hf_objective(models, cfg, obj, ids, am, types, g):
-    """The ELECTRA loss written the straightforward way on top of transformers."""
-    masked = mask_tokens(ids, am, cfg, obj, generator=g)
-    logits = models["generator"](input_ids=masked.input_ids, attention_mask=am,
-                                 token_type_ids=types).logits  # (b, n, v): every position
-    picked = logits.gather(1, masked.positions[..., None].expand(-1, -1, logits.shape[-1]))
-    ce = F.cross_entropy(picked.float().transpose(1, 2), masked.targets, reduction="none")
-    gen_loss = (ce * masked.weights).sum() / (masked.weights.sum() + 1e-6)
-    sampled = gumbel_max_sample(picked, generator=g)
-    corrupted, is_replaced = replace_tokens(ids, am, masked, sampled)
-    disc_logits = models["discriminator"](input_ids=corrupted, attention_mask=am,
-                                          token_type_ids=types).logits
-    bce = F.binary_cross_entropy_with_logits(disc_logits.float(), is_replaced.float(),
-                                             reduction="none")
-    disc_loss = (bce * am).sum() / (am.sum() + 1e-6)
-    return gen_loss + obj.disc_weight * disc_loss
+def make_step(model, t, device):
+    """One ``train_step`` of ``model`` as ``pretrain`` runs it: schedule, optimiser, precision."""
+    optimizer = build_optimizer(model, t, device)
+    scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
+    net = torch.compile(model) if t.compile else model
+    counter = itertools.count()
 
-
-def make_step(loss_fn, params, device, precision):
-    opt = torch.optim.AdamW(params, lr=1e-4, eps=1e-6, weight_decay=0.01,
-                            fused=device.type == "cuda")
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-
-    def step(batch, g):
-        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            loss = loss_fn(*batch, g)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        return loss
+    def step(batches, sampler):
+        i = next(counter)
+        set_lr(optimizer, lr_at(i, t), t, i)
+        return train_step(net, batches, optimizer, scaler, t=t, device=device, sampler=sampler)
     return step
 
 
-def timed(step, batch, g, steps, device) -> float:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    t = time.perf_counter()
+def timed(step, batches, sampler, steps: int) -> float:
+    float(step(batches, sampler)["loss"])  # the queue is empty when the clock starts
+    start = time.perf_counter()
     for _ in range(steps):
-        loss = step(batch, g)
-    float(loss)  # wait for the last step
-    return steps / (time.perf_counter() - t)
+        stats = step(batches, sampler)
+    float(stats["loss"])  # wait for the last step
+    return steps / (time.perf_counter() - start)
 
 
-def main() -> None:
+def readme_row(r: dict) -> str:
+    b, n = r["batch"]
+    what = (f"pre-training steps/s, `{r['preset']}` (batch {b} x {n}, {r['precision']}"
+            f"{' + compile' if r['compile'] else ''}): `python benchmarks/bench_throughput.py "
+            f"{r['command']}`")
+    machine = (r["device_name"] if r["device"] != "cpu"
+               else f"{r['cpus']}-core {r['device_name']} CPU, torch threads: {r['threads']}")
+    return (f"| {what} | {machine} | {r['minielectra_steps_per_s']:.1f} steps/s | transformers "
+            f"ElectraForMaskedLM + ElectraForPreTraining, same objective, optimiser and loop: "
+            f"{r['transformers_steps_per_s']:.1f} steps/s | **{r['ratio']:.2f}x** |")
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="nano")
     ap.add_argument("--batch-size", type=int)
     ap.add_argument("--seq-len", type=int)
-    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--steps", type=int, default=10, help="steps per timed round")
     ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     run = preset(args.preset)
-    cfg, obj = run.model, run.objective
+    apply_overrides(run, [f"train.device={args.device}", f"train.precision={args.precision}",
+                          f"train.compile={args.compile}", "train.grad_accum=1"])
+    cfg, obj, t = run.model, run.objective, run.train
     cfg.cls_token_id, cfg.sep_token_id, cfg.mask_token_id = 2, 3, 4
-    b = args.batch_size or run.train.batch_size
+    b = args.batch_size or t.batch_size
     n = args.seq_len or run.data.max_seq_len
-    device = torch.device(args.device)
+    device = resolve_device(t)  # refuses a precision this machine cannot run
     torch.manual_seed(0)
     ids = torch.randint(5, cfg.vocab_size, (b, n), device=device)
     ids[:, 0], ids[:, -1] = 2, 3
-    batch = (ids, torch.ones_like(ids), torch.zeros_like(ids))
+    batches = itertools.repeat({"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                                "token_type_ids": torch.zeros_like(ids)})
 
-    ours = Electra(cfg, obj).to(device).train()
-    ref = hf_models(cfg).to(device).train()
-    ours_fn = lambda i, a, t, g: ours(i, a, t, generator=g).loss  # noqa: E731
-    ref_fn = lambda i, a, t, g: hf_objective(ref, cfg, obj, i, a, t, g)  # noqa: E731
-    if args.compile:
-        ours_fn, ref_fn = torch.compile(ours_fn), torch.compile(ref_fn)
-    steps = {"minielectra": make_step(ours_fn, list(ours.parameters()), device, args.precision),
-             "transformers": make_step(ref_fn, list(ref.parameters()), device, args.precision)}
-    g = torch.Generator(device).manual_seed(0)
+    models = {"minielectra": Electra(cfg, obj), "transformers": HFElectra(cfg, obj)}
+    steps = {k: make_step(m.to(device).train(), t, device) for k, m in models.items()}
+    sampler = torch.Generator(device).manual_seed(0)
     for step in steps.values():  # warm-up (and compilation)
-        timed(step, batch, g, 3, device)
+        timed(step, batches, sampler, 3)
     rates = {k: [] for k in steps}
     for _ in range(args.rounds):
         for name, step in steps.items():
-            rates[name].append(timed(step, batch, g, args.steps, device))
+            rates[name].append(timed(step, batches, sampler, args.steps))
     med = {k: statistics.median(v) for k, v in rates.items()}
-    print(json.dumps({
-        "benchmark": "training steps/s, ELECTRA objective",
-        "preset": args.preset, "batch": [b, n], "device": args.device,
-        "device_name": torch.cuda.get_device_name() if device.type == "cuda" else platform.processor() or platform.machine(),
-        "threads": torch.get_num_threads(), "precision": args.precision, "compile": args.compile,
+    command = " ".join(sys.argv[1:] if argv is None else argv) or "--preset nano"
+    result = {
+        "benchmark": "training steps/s, ELECTRA objective, minielectra.train.train_step",
+        "preset": args.preset, "batch": [b, n], "device": device.type, "command": command,
+        "device_name": (torch.cuda.get_device_name() if device.type == "cuda"
+                        else platform.processor() or platform.machine()),
+        "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
+        "precision": t.precision, "compile": t.compile,
+        "optimizer": ("AdamWeightDecay" if device.type != "cuda"
+                      else "fused AdamW, rescaled to the official update"),
         "minielectra_steps_per_s": round(med["minielectra"], 3),
         "transformers_steps_per_s": round(med["transformers"], 3),
         "ratio": round(med["minielectra"] / med["transformers"], 3),
         "rounds": {k: [round(x, 3) for x in v] for k, v in rates.items()},
-    }, indent=2))
+    }
+    result["readme_row"] = readme_row(result)
+    print(json.dumps(result, indent=2))
+    print(result["readme_row"], file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
