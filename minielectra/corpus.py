@@ -14,12 +14,20 @@ Names understood by :func:`open_corpus`:
   (``wiki.*.raw``) are split into articles at their ``= Title =`` lines.
 - ``pretrain-en``, ``wikitext-2``, ``wikitext-103``, ``openwebtext``: read from the data dir
   (``data_dir`` or env ``MINIELECTRA_DATA_DIR``, layout of ``shared/data``) when it has them, else
-  from the Hugging Face hub through ``datasets`` (large ones streamed, never loaded whole).
-- ``hf:<name>[:<config>]``: any hub dataset with a text column, streamed.
+  from the Hugging Face hub through ``datasets`` (large ones streamed, never loaded whole). A
+  WikiText folder with ``wiki.train.raw`` gives that file alone (the hub's train split); without
+  it, the files that are there. Which files or hub dataset were used is logged.
+- ``hf:<name>[:<config>][:rows=documents|lines|wikitext][:column=NAME][:revision=REV]``: the
+  train split of any hub dataset, streamed. ``rows`` says what a row is: a document (the
+  default; its newlines separate lines), one line of the official format (a blank row ends a
+  document), or one line of a WikiText file. ``column`` picks the text column (default ``text``,
+  else the first string column). The hub revision is resolved once and is part of the cache key.
 - ``a+b``: the documents of ``a`` then those of ``b`` (the ``mini`` preset: ``pretrain-en+pydocs``).
 
 :meth:`Corpus.split` holds out documents by a hash of their text, so the held-out set is the same on
-every machine, in every order, and a document never lands on both sides.
+every machine, in every order, and a document never lands on both sides. A streamed corpus takes
+its held-out documents from its first ``STREAMED_HELD_OUT_SCAN`` documents only, so that
+evaluating never reads the whole stream (which may not end).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import glob as globlib
 import gzip
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -39,12 +48,30 @@ from typing import Callable, Iterable, Iterator
 
 log = logging.getLogger(__name__)
 
-# name -> (hub path, hub config, streamed, text format); "wikitext" rows are lines of articles.
+
+
+@dataclass(frozen=True)
+class HubSpec:
+    """A hub dataset's train split and how its rows become documents."""
+
+    path: str
+    config: str | None = None
+    rows: str = "documents"  # one of HUB_ROWS: what one row of the dataset is
+    column: str | None = None  # None: "text" if present, else the first string column
+    revision: str | None = None  # None: the newest commit, resolved once per corpus
+    streaming: bool = True  # False only for small datasets: downloaded, then memory-mapped
+
+
+HUB_ROWS = ("documents", "lines", "wikitext")
+_HUB_OPTIONS = ("rows", "column", "revision")
 HUB_CORPORA = {
-    "wikitext-2": ("wikitext", "wikitext-2-raw-v1", False, "wikitext"),
-    "wikitext-103": ("wikitext", "wikitext-103-raw-v1", True, "wikitext"),
-    "openwebtext": ("Skylion007/openwebtext", None, True, "documents"),
+    "wikitext-2": HubSpec("wikitext", "wikitext-2-raw-v1", rows="wikitext", streaming=False),
+    "wikitext-103": HubSpec("wikitext", "wikitext-103-raw-v1", rows="wikitext"),
+    "openwebtext": HubSpec("Skylion007/openwebtext"),
 }
+# The held-out part of a streamed corpus comes from this many documents at its start: ~1000
+# documents at the default 2%, plenty to evaluate on, and a stream is never read to its end.
+STREAMED_HELD_OUT_SCAN = 50_000
 DATA_DIR_ONLY = ("pretrain-en",)  # corpora that exist only as files in a data dir
 _WIKITEXT_FILE = re.compile(r"wiki\.(train|valid|test)\.(raw|tokens)(\.gz)?$")
 _WIKITEXT_TITLE = re.compile(r"^= [^=].* =$")  # " = Title = " starts an article; " = = h = = " not
@@ -168,14 +195,23 @@ def _file_documents(paths: list[Path], stats: ReadStats) -> Iterator[list[str]]:
 
 # ------------------------------------------------------------------------------------- Corpus
 class Corpus:
-    """A named, re-iterable stream of documents; ``fingerprint`` identifies its content for caches."""
+    """A named, re-iterable stream of documents; ``fingerprint`` identifies its content for caches
+    (given as a string, or as a function when finding it costs a lookup, e.g. a hub revision)."""
 
     def __init__(self, name: str, make_documents: Callable[[], Iterator[list[str]]], *,
-                 fingerprint: str, stats: ReadStats | None = None):
+                 fingerprint: str | Callable[[], str], stats: ReadStats | None = None,
+                 streamed: bool = False):
         self.name = name
-        self.fingerprint = fingerprint
         self.stats = stats or ReadStats()
+        self.streamed = streamed  # True: possibly endless, read only once per pass, never held
+        self._fingerprint = fingerprint
         self._make_documents = make_documents
+
+    @property
+    def fingerprint(self) -> str:
+        if callable(self._fingerprint):
+            self._fingerprint = self._fingerprint()  # resolved once
+        return self._fingerprint
 
     def documents(self) -> Iterator[list[str]]:
         return self._make_documents()
@@ -185,17 +221,32 @@ class Corpus:
         for doc in self.documents():
             yield from doc
 
-    def split(self, held_out_fraction: float) -> tuple["Corpus", "Corpus"]:
-        """(train, held-out): a document is held out when the hash of its text < the fraction."""
+    def split(self, held_out_fraction: float, *, max_scan: int | None = None
+              ) -> tuple["Corpus", "Corpus"]:
+        """(train, held-out): a document is held out when the hash of its text < the fraction.
+
+        The held-out part looks at the first ``max_scan`` documents only (default: all of them,
+        or ``STREAMED_HELD_OUT_SCAN`` for a streamed corpus); the train part never has a document
+        whose hash is below the fraction, so the two stay disjoint whatever the cap.
+        """
         if not 0 <= held_out_fraction < 1:
             raise ValueError(f"held_out_fraction must be in [0, 1), got {held_out_fraction}")
+        if max_scan is None and self.streamed:
+            max_scan = STREAMED_HELD_OUT_SCAN
+        if max_scan is not None and max_scan < 1:
+            raise ValueError(f"max_scan must be a positive number of documents, got {max_scan}")
 
         def part(held_out: bool) -> Corpus:
+            scan = max_scan if held_out else None
+
             def documents():
-                return (d for d in self.documents() if (_doc_hash(d) < held_out_fraction) == held_out)
+                docs = itertools.islice(self.documents(), scan)
+                return (d for d in docs if (_doc_hash(d) < held_out_fraction) == held_out)
             tag = f"{'heldout' if held_out else 'train'}@{held_out_fraction:g}"
+            tag += f",first {scan}" if scan is not None else ""
             return Corpus(f"{self.name}[{tag}]", documents, stats=self.stats,
-                          fingerprint=f"{self.fingerprint}[{tag}]")
+                          fingerprint=lambda: f"{self.fingerprint}[{tag}]",
+                          streamed=self.streamed and not held_out)
         return part(False), part(True)
 
     def __repr__(self) -> str:
@@ -213,7 +264,8 @@ def _concat(parts: list[Corpus], stats: ReadStats) -> Corpus:
         for part in parts:
             yield from part.documents()
     return Corpus("+".join(p.name for p in parts), documents, stats=stats,
-                  fingerprint="+".join(p.fingerprint for p in parts))
+                  fingerprint=lambda: "+".join(p.fingerprint for p in parts),
+                  streamed=any(p.streamed for p in parts))
 
 
 # -------------------------------------------------------------------------------- path corpora
@@ -234,7 +286,7 @@ def _resolve_paths(spec: str) -> list[Path]:
             raise FileNotFoundError(f"corpus {spec!r}: directory {path} has no .txt or .txt.gz files")
         return paths
     raise FileNotFoundError(f"corpus {spec!r}: no such file or directory, and not a known corpus "
-                            f"name ({', '.join(known_names())}, hf:<name>[:<config>])")
+                            f"name ({', '.join(known_names())}, hf:<name>[:<config>][:option=value])")
 
 
 def _files_corpus(name: str, paths: list[Path], stats: ReadStats) -> Corpus:
@@ -251,40 +303,125 @@ def _data_dir_files(name: str, data_dir: Path | None) -> list[Path] | None:
     for folder in (data_dir / name, data_dir / f"{name}-raw"):
         if folder.is_dir():
             try:
-                return _resolve_paths(str(folder))
+                paths = _resolve_paths(str(folder))
             except FileNotFoundError:
                 continue
+            # WikiText by name means its train split, as on the hub; valid/test are the
+            # language-model benchmark's text. shared/data has only those two, so they stand in.
+            train = [p for p in paths if _WIKITEXT_FILE.search(p.name) and ".train." in p.name]
+            if train:
+                return train
+            if any(_WIKITEXT_FILE.search(p.name) for p in paths):
+                log.info("corpus %s: %s has no wiki.train.raw; using the files it has", name, folder)
+            return paths
     return None
 
 
 # ---------------------------------------------------------------------------------- hub corpora
-def _hub_corpus(name: str, path: str, config: str | None, *, streaming: bool, fmt: str) -> Corpus:
-    def documents():
-        import datasets  # imported here: it is slow to import and only the hub needs it
+def parse_hub_spec(spec: str) -> HubSpec:
+    """``hf:<name>[:<config>][:rows=...][:column=...][:revision=...]`` -> :class:`HubSpec`."""
+    usage = ("expected hf:<name>[:<config>][:rows=documents|lines|wikitext][:column=NAME]"
+             "[:revision=REV]")
+    names, options = [], {}
+    for part in spec.removeprefix("hf:").split(":"):
+        key, is_option, value = part.partition("=")
+        if not is_option:
+            if options or not part:
+                raise ValueError(f"corpus {spec!r}: {part!r} is not where a name or config goes; "
+                                 f"{usage}")
+            names.append(part)
+        elif key not in _HUB_OPTIONS:
+            raise ValueError(f"corpus {spec!r}: unknown option {key!r} (options: "
+                             f"{', '.join(_HUB_OPTIONS)}); {usage}")
+        elif not value or key in options:
+            raise ValueError(f"corpus {spec!r}: option {key!r} is empty or given twice; {usage}")
+        else:
+            options[key] = value
+    if not 1 <= len(names) <= 2:
+        raise ValueError(f"corpus {spec!r}: {len(names)} name parts; {usage}")
+    if options.get("rows", "documents") not in HUB_ROWS:
+        raise ValueError(f"corpus {spec!r}: rows={options['rows']!r} is not one of "
+                         f"{', '.join(HUB_ROWS)}")
+    return HubSpec(*names, **options)
 
-        log.info("corpus %s: datasets.load_dataset(%r, %r, split='train', streaming=%s)",
-                 name, path, config, streaming)
-        try:
-            rows = datasets.load_dataset(path, config, split="train", streaming=streaming)
-        except Exception as e:  # offline, unknown name, ...: say which corpus and how to avoid it
-            raise RuntimeError(f"corpus {name!r}: could not load {path!r} (config {config!r}) from "
-                               f"the Hugging Face hub: {e}. Offline? Point MINIELECTRA_DATA_DIR at "
-                               f"a data dir with a {name}/ folder, or use a path or 'pydocs'.") from e
-        texts = (_text_of(row, name) for row in rows)
-        if fmt == "wikitext":  # rows are the lines of the raw files
-            return _wikitext_documents(t.strip() for t in texts)
-        return ([ln for ln in (s.strip() for s in t.split("\n")) if ln] for t in texts)
-    fingerprint = f"hub:{path}:{config}:train"
-    return Corpus(name, lambda: (d for d in documents() if d), fingerprint=fingerprint)
+
+def hub_documents(rows: Iterable[dict], name: str, *, rows_are: str = "documents",
+                  column: str | None = None) -> Iterator[list[str]]:
+    """Documents from the rows of a ``datasets`` dataset (``rows_are``: one of ``HUB_ROWS``)."""
+    texts = (_text_of(row, name, column) for row in rows)
+    if rows_are == "wikitext":  # rows are the lines of the raw files
+        return _wikitext_documents(t.strip() for t in texts)
+    if rows_are == "lines":  # the official format, one row per line
+        return _official_documents(ln.strip() for t in texts for ln in t.strip().split("\n"))
+    docs = ([ln for ln in (s.strip() for s in t.split("\n")) if ln] for t in texts)
+    return (d for d in docs if d)
 
 
-def _text_of(row: dict, name: str) -> str:
+def _text_of(row: dict, name: str, column: str | None) -> str:
+    if column is not None:
+        if not isinstance(row.get(column), str):
+            raise ValueError(f"corpus {name!r}: column {column!r} is "
+                             + ("missing" if column not in row else
+                                f"{type(row[column]).__name__}, not text")
+                             + f" (columns: {sorted(row)})")
+        return row[column]
     if isinstance(row.get("text"), str):
         return row["text"]
     for value in row.values():
         if isinstance(value, str):
             return value
-    raise ValueError(f"corpus {name!r}: rows have no text column (columns: {sorted(row)})")
+    raise ValueError(f"corpus {name!r}: rows have no text column (columns: {sorted(row)}); "
+                     "name one with :column=NAME")
+
+
+def _hub_error(name: str, hub: HubSpec, e: Exception) -> Exception:
+    """The error to raise when the hub fails: a missing train split is the user's to fix."""
+    if isinstance(e, ValueError) and "split" in str(e).lower() and "train" in str(e):
+        return ValueError(f"corpus {name!r}: hub dataset {hub.path!r} (config {hub.config!r}) has "
+                          f"no 'train' split ({e}). Pre-training reads the train split and holds "
+                          "out documents from it; pick a dataset or config that has one.")
+    return RuntimeError(f"corpus {name!r}: could not load {hub.path!r} (config {hub.config!r}) "
+                        f"from the Hugging Face hub: {e}. Offline? Point MINIELECTRA_DATA_DIR at a "
+                        f"data dir with a {name}/ folder, or use a path or 'pydocs'.")
+
+
+def _hub_revision(name: str, hub: HubSpec) -> str:
+    """The commit the dataset will be read at, so that caches know when the data changed."""
+    import datasets  # imported here: it is slow to import and only the hub needs it
+
+    try:
+        builder = datasets.load_dataset_builder(hub.path, hub.config, revision=hub.revision)
+    except Exception as e:
+        raise _hub_error(name, hub, e) from e
+    splits = builder.info.splits  # known from the dataset card, when it has them
+    if splits and "train" not in splits:
+        raise _hub_error(name, hub, ValueError(f"splits: {sorted(splits)}, no train split"))
+    return builder.hash or hub.revision or "unknown"  # builder.hash: the hub commit (40 hex)
+
+
+def _hub_corpus(name: str, hub: HubSpec) -> Corpus:
+    revision: list[str] = []  # resolved on first use; reading then pins that commit
+
+    def commit() -> str:
+        if not revision:
+            revision.append(_hub_revision(name, hub))
+        return revision[0]
+
+    def documents():
+        import datasets
+
+        # Read at the commit the cache key names (a hub dataset's builder hash is its commit).
+        pinned = commit() if re.fullmatch(r"[0-9a-f]{40}", commit()) else hub.revision
+        kwargs = {"split": "train", "streaming": hub.streaming, "revision": pinned}
+        log.info("corpus %s: datasets.load_dataset(%r, %r, %s)", name, hub.path, hub.config,
+                 ", ".join(f"{k}={v!r}" for k, v in kwargs.items()))
+        try:
+            rows = datasets.load_dataset(hub.path, hub.config, **kwargs)
+        except Exception as e:  # offline, unknown name, no train split: say which and what to do
+            raise _hub_error(name, hub, e) from e
+        return hub_documents(rows, name, rows_are=hub.rows, column=hub.column)
+    return Corpus(name, documents, streamed=hub.streaming, fingerprint=lambda: (
+        f"hub:{hub.path}:{hub.config}:train:rows={hub.rows}:column={hub.column}@{commit()}"))
 
 
 # ------------------------------------------------------------------------------------- pydocs
@@ -414,13 +551,11 @@ def _open_one(spec: str, data_dir: Path | None, cache_dir: Path, stats: ReadStat
                 f"corpus {spec!r} exists only in a data dir, and "
                 + (f"{data_dir} has no {spec}/ folder" if data_dir else "no data dir is set")
                 + " (set MINIELECTRA_DATA_DIR or pass data_dir)")
-        path, config, streaming, fmt = HUB_CORPORA[spec]
         log.info("corpus %s: not in data dir %s; will load it from the Hugging Face hub",
                  spec, data_dir)
-        return _hub_corpus(spec, path, config, streaming=streaming, fmt=fmt)
+        return _hub_corpus(spec, HUB_CORPORA[spec])
     if spec.startswith("hf:"):
-        name, _, config = spec[3:].partition(":")
-        return _hub_corpus(spec, name, config or None, streaming=True, fmt="documents")
+        return _hub_corpus(spec, parse_hub_spec(spec))
     paths = _resolve_paths(spec)
     log.info("corpus %s: %d file(s)", spec, len(paths))
     return _files_corpus(spec, paths, stats)

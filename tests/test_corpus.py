@@ -1,15 +1,19 @@
 """Corpora: file formats, path kinds, data dir and hub lookup, held-out split, pydocs, bad input."""
 
 import gzip
+import itertools
+import json
 import logging
 import math
 import random
+import re
 import subprocess
+import types
 
 import pytest
 
 from minielectra import corpus as corpus_module
-from minielectra.corpus import open_corpus
+from minielectra.corpus import Corpus, HubSpec, hub_documents, open_corpus, parse_hub_spec
 
 OFFICIAL = "First sentence.\nSecond sentence.\n\nDoc two.\n  \n\n\nDoc three, line one.\nline two\n"
 DOCS = [["First sentence.", "Second sentence."], ["Doc two."], ["Doc three, line one.", "line two"]]
@@ -173,39 +177,193 @@ def test_pretrain_en_without_data_dir_is_a_clear_error(monkeypatch, tmp_path):
         open_corpus("pretrain-en", data_dir=tmp_path)
 
 
-@pytest.mark.parametrize("name, args", [
-    ("wikitext-2", ("wikitext", "wikitext-2-raw-v1", False)),
-    ("wikitext-103", ("wikitext", "wikitext-103-raw-v1", True)),
-    ("openwebtext", ("Skylion007/openwebtext", None, True)),
-    ("hf:someone/books:en", ("someone/books", "en", True)),
+def test_wikitext_data_dir_uses_the_train_file_when_it_is_there(tmp_path, caplog):
+    """The hub's wikitext-2 is its train split; a data dir with wiki.train.raw answers the same."""
+    folder = tmp_path / "data" / "wikitext-2-raw"
+    write(folder / "wiki.valid.raw.gz", " = V = \n valid . \n")
+    write(folder / "wiki.test.raw.gz", " = T = \n test . \n")
+    with caplog.at_level(logging.INFO, logger="minielectra"):
+        assert list(open_corpus("wikitext-2", data_dir=tmp_path / "data").documents()) == [
+            ["T", "test ."], ["V", "valid ."]]  # no train file (as in shared/data): what is there
+    assert "no wiki.train.raw" in caplog.text
+    write(folder / "wiki.train.raw", " = A = \n train . \n")
+    assert list(open_corpus("wikitext-2", data_dir=tmp_path / "data").documents()) == [
+        ["A", "train ."]]
+    # a path names files, not a corpus: all of them
+    assert len(list(open_corpus(str(folder)).documents())) == 3
+
+
+# -------------------------------------------------------------------------------- hub specs
+@pytest.mark.parametrize("spec, expected", [
+    ("hf:someone/books", HubSpec("someone/books")),
+    ("hf:someone/books:en", HubSpec("someone/books", "en")),
+    ("hf:wikitext:wikitext-103-raw-v1:rows=wikitext",
+     HubSpec("wikitext", "wikitext-103-raw-v1", rows="wikitext")),
+    ("hf:someone/books:rows=lines:column=body:revision=abc",
+     HubSpec("someone/books", rows="lines", column="body", revision="abc")),
 ])
-def test_hub_is_tried_with_the_right_arguments(name, args, tmp_path, monkeypatch, caplog):
-    """No download: load_dataset is replaced by a recorder, then fails as it would offline."""
+def test_hub_specs_are_parsed(spec, expected):
+    assert parse_hub_spec(spec) == expected
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("hf:", "''"),
+    ("hf:a:b:c", "3 name parts"),
+    ("hf:a:rows=paragraphs", "rows='paragraphs' is not one of documents, lines, wikitext"),
+    ("hf:a:colum=text", "unknown option 'colum'"),
+    ("hf:a:column=", "'column' is empty"),
+    ("hf:a:rows=lines:rows=lines", "'rows' is empty or given twice"),
+    ("hf:a:rows=lines:en", "'en' is not where a name or config goes"),
+])
+def test_bad_hub_specs_name_the_part(spec, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        open_corpus(spec)
+
+
+@pytest.fixture
+def local_hub(monkeypatch, tmp_path):
+    """The hub answered by files: load_dataset / load_dataset_builder forward to the real
+    ``json`` loader of ``datasets`` over local files (no network, no download), so the hub code
+    meets real ``datasets`` objects and errors. ``files``: hub path -> {split: file}."""
     datasets = pytest.importorskip("datasets")
-    calls = []
+    real_load, real_builder = datasets.load_dataset, datasets.load_dataset_builder
+    files, calls, cache = {}, [], str(tmp_path / "hf-cache")
+
+    def load_dataset(path, config=None, **kwargs):
+        calls.append((path, config, kwargs))
+        kwargs.pop("revision")
+        return real_load("json", data_files=files[path], cache_dir=cache, **kwargs)
+
+    def load_dataset_builder(path, config=None, *, revision=None):
+        return real_builder("json", data_files=files[path], cache_dir=cache)
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    monkeypatch.setattr(datasets, "load_dataset_builder", load_dataset_builder)
+    return files, calls
+
+
+def jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+DOC_ROWS = [{"title": "Title 1", "text": "para one.\n\npara two.\n"}, {"title": "", "text": " \n"},
+            {"title": "Title 3", "text": "p3"}]
+LINE_ROWS = [{"text": "s1"}, {"text": " s2 \n"}, {"text": ""}, {"text": ""}, {"text": "s3\ns4"}]
+
+
+@pytest.mark.parametrize("spec, rows, expected", [
+    ("hf:site/docs", DOC_ROWS, [["para one.", "para two."], ["p3"]]),
+    ("hf:site/docs:column=title", DOC_ROWS, [["Title 1"], ["Title 3"]]),
+    ("hf:site/docs:rows=lines", LINE_ROWS, [["s1", "s2"], ["s3", "s4"]]),
+    ("hf:site/docs:rows=documents", LINE_ROWS, [["s1"], ["s2"], ["s3", "s4"]]),
+])
+def test_hub_rows_become_documents(local_hub, tmp_path, spec, rows, expected):
+    files, calls = local_hub
+    files["site/docs"] = {"train": jsonl(tmp_path / "d.jsonl", rows)}
+    corpus = open_corpus(spec)
+    assert corpus.streamed and list(corpus.documents()) == expected
+    assert [(p, c, k["split"], k["streaming"]) for p, c, k in calls] == [
+        ("site/docs", None, "train", True)]
+
+
+def test_hub_wikitext_rows_and_named_corpora(local_hub, tmp_path):
+    files, calls = local_hub
+    rows = [{"text": " = A = \n"}, {"text": " a1 . \n"}, {"text": ""}, {"text": " = B = \n"},
+            {"text": " b1 . \n"}]
+    files["wikitext"] = {"train": jsonl(tmp_path / "w.jsonl", rows)}
+    for name in ("wikitext-2", "wikitext-103"):
+        assert list(open_corpus(name, data_dir=tmp_path).documents()) == [["A", "a1 ."], ["B", "b1 ."]]
+    assert [(c, k["streaming"]) for _, c, k in calls] == [
+        ("wikitext-2-raw-v1", False), ("wikitext-103-raw-v1", True)]
+    # the same rows as a local datasets object, in memory and streamed
+    datasets = pytest.importorskip("datasets")
+    table = datasets.Dataset.from_list(rows)
+    for rows_of in (table, table.to_iterable_dataset()):
+        assert list(hub_documents(rows_of, "w", rows_are="wikitext")) == [["A", "a1 ."], ["B", "b1 ."]]
+
+
+def test_hub_column_errors_name_the_column(local_hub, tmp_path):
+    files, _ = local_hub
+    files["site/docs"] = {"train": jsonl(tmp_path / "d.jsonl", [{"id": 1, "body": "x"}])}
+    with pytest.raises(ValueError, match=r"column 'text' is missing \(columns: \['body', 'id'\]\)"):
+        list(open_corpus("hf:site/docs:column=text").documents())
+    with pytest.raises(ValueError, match="column 'id' is int, not text"):
+        list(open_corpus("hf:site/docs:column=id").documents())
+    files["site/nums"] = {"train": jsonl(tmp_path / "n.jsonl", [{"id": 1}])}
+    with pytest.raises(ValueError, match="no text column.*:column=NAME"):
+        list(open_corpus("hf:site/nums").documents())
+
+
+@pytest.mark.parametrize("spec", ["hf:site/eval-only", "wikitext-2"])
+def test_hub_dataset_without_a_train_split_is_its_own_error(local_hub, tmp_path, spec):
+    """The real `datasets` error for a missing split (streamed and not) becomes a clear one."""
+    files, _ = local_hub
+    only_test = {"test": jsonl(tmp_path / "t.jsonl", [{"text": "x"}])}
+    files["site/eval-only"] = files["wikitext"] = only_test
+    with pytest.raises(ValueError, match=r"has no 'train' split .*test"):
+        list(open_corpus(spec, data_dir=tmp_path).documents())
+
+
+def test_hub_revision_is_resolved_once_pinned_and_in_the_fingerprint(monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    commits, loads = ["a" * 40, "b" * 40], []
+
+    class Builder:  # what load_dataset_builder returns for a hub dataset: hash = its commit
+        def __init__(self):
+            self.hash, self.info = commits[0], types.SimpleNamespace(splits=None)
+    monkeypatch.setattr(datasets, "load_dataset_builder", lambda *a, **k: Builder())
+    monkeypatch.setattr(datasets, "load_dataset",
+                        lambda *a, **k: loads.append(k["revision"]) or iter([{"text": "t"}]))
+    corpus = open_corpus("hf:someone/books")
+    first = corpus.fingerprint
+    assert first.endswith("@" + "a" * 40) and "rows=documents" in first
+    commits.pop(0)  # the hub moves on: an opened corpus keeps its commit, a new one sees it
+    assert list(corpus.documents()) == [["t"]] and loads == ["a" * 40]
+    assert open_corpus("hf:someone/books").fingerprint.endswith("@" + "b" * 40)
+    assert open_corpus("hf:someone/books:rows=lines").fingerprint != first
+
+
+def test_hub_unreachable_is_a_clear_error(monkeypatch, tmp_path):
+    """No download: the builder lookup fails as it does offline."""
+    datasets = pytest.importorskip("datasets")
 
     def offline(path, config=None, **kwargs):
-        calls.append((path, config, kwargs))
         raise ConnectionError("hub unreachable")
+    monkeypatch.setattr(datasets, "load_dataset_builder", offline)
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    corpus = open_corpus(name, data_dir=tmp_path)  # an empty data dir: not found locally
-    with pytest.raises(RuntimeError, match=f"{name}.*hub unreachable.*MINIELECTRA_DATA_DIR"):
-        with caplog.at_level(logging.INFO, logger="minielectra"):
-            next(corpus.documents())
-    path, config, streaming = args
-    assert calls == [(path, config, {"split": "train", "streaming": streaming})]
-    assert "load_dataset" in caplog.text
+    for name in ("wikitext-103", "hf:someone/books:en"):
+        corpus = open_corpus(name, data_dir=tmp_path)  # opening reads nothing
+        with pytest.raises(RuntimeError, match=f"{name}.*hub unreachable.*MINIELECTRA_DATA_DIR"):
+            corpus.fingerprint
 
 
-def test_hub_rows_become_documents(monkeypatch, tmp_path):
-    datasets = pytest.importorskip("datasets")
-    rows = {"wikitext": [{"text": " = A = \n"}, {"text": " a1 . \n"}, {"text": ""},
-                         {"text": " = B = \n"}, {"text": " b1 . \n"}],
-            "someone/owt": [{"id": 1, "text": "para one.\n\npara two.\n"}, {"text": " \n"}]}
-    monkeypatch.setattr(datasets, "load_dataset", lambda path, config, **kw: iter(rows[path]))
-    assert list(open_corpus("wikitext-103", data_dir=tmp_path).documents()) == [
-        ["A", "a1 ."], ["B", "b1 ."]]
-    assert list(open_corpus("hf:someone/owt").documents()) == [["para one.", "para two."]]
+# ------------------------------------------------------------------- streamed corpora, capped
+def endless_corpus(counter):
+    """A streamed corpus that never ends; ``counter[0]`` counts the documents read from it."""
+    def documents():
+        for i in itertools.count():
+            counter[0] += 1
+            yield [f"sentence {i} of an endless stream.", f"and its second line {i}."]
+    return Corpus("endless", documents, fingerprint="endless", streamed=True)
+
+
+def test_held_out_part_of_a_streamed_corpus_is_capped(monkeypatch, tmp_path):
+    monkeypatch.setattr(corpus_module, "STREAMED_HELD_OUT_SCAN", 20_000)
+    read = [0]
+    train, heldout = endless_corpus(read).split(0.05)
+    held = list(heldout.documents())  # ends, although the stream does not
+    assert read[0] == 20_000
+    # binomial(20000, 0.05): mean 1000, sd 30.8; 5 sd either side
+    assert abs(len(held) - 1000) < 5 * math.sqrt(20_000 * 0.05 * 0.95)
+    assert "first 20000" in heldout.fingerprint and heldout.fingerprint != train.fingerprint
+    # the train part reads on, and never has a held-out document
+    held_set = {d[0] for d in held}
+    first_train = list(itertools.islice(train.documents(), 25_000))
+    assert not held_set & {d[0] for d in first_train} and train.streamed
+    # a corpus of files is not streamed: its held-out part is not capped
+    files = open_corpus(str(write(tmp_path / "a.txt", "\n\n".join(map(str, range(30_000))))))
+    assert not files.streamed and "first" not in files.split(0.05)[1].fingerprint
+    assert len(list(files.split(0.05)[1].documents())) > 1300  # 1500 expected, sd 38
 
 
 # ------------------------------------------------------------------------------------ pydocs
