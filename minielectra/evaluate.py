@@ -157,6 +157,9 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     from .corpus import open_corpus
     from .pretraining_data import build_dataset
 
+    for name, value in (("max_examples", max_examples), ("batch_size", batch_size)):
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be positive, got {value}")
     path = resolve_checkpoint(checkpoint)
     model = Electra.from_pretrained(path)
     if model.tokenizer is None:

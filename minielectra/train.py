@@ -394,11 +394,12 @@ class _Logger:
         return record
 
 
-def _truncate_metrics(path: Path, step: int) -> None:
+def _truncate_metrics(path: Path, step: int) -> list[dict[str, Any]]:
     """On resume, drop the log lines of steps after the checkpoint (they will be redone), and a
-    line that does not parse: the last one, cut short by a crash in the middle of writing it."""
+    line that does not parse: the last one, cut short by a crash in the middle of writing it.
+    Returns the records kept."""
     if not path.exists():
-        return
+        return []
     keep = []
     for line in path.read_text().splitlines():
         try:
@@ -406,8 +407,9 @@ def _truncate_metrics(path: Path, step: int) -> None:
         except json.JSONDecodeError:
             continue
         if isinstance(record, dict) and record.get("step", 0) <= step:
-            keep.append(line)
-    path.write_text("".join(ln + "\n" for ln in keep))
+            keep.append(record)
+    path.write_text("".join(json.dumps(r) + "\n" for r in keep))
+    return keep
 
 
 def _model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, progress: bool):
@@ -424,18 +426,21 @@ def _model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, pro
     return model.to(device).train(), train_ds, heldout_ds
 
 
-def _prepare_out_dir(cfg: RunConfig, model: Electra, step: int, resumed: bool) -> Path:
-    """``config.json``, ``tokenizer/`` and ``metrics.jsonl`` (emptied, or cut back to ``step``)."""
+def _prepare_out_dir(cfg: RunConfig, model: Electra, step: int,
+                     resumed: bool) -> tuple[Path, set[int]]:
+    """``config.json``, ``tokenizer/`` and ``metrics.jsonl`` (emptied, or cut back to ``step``);
+    returns the log's path and the steps already evaluated."""
     out = Path(cfg.train.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cfg.save(out / "config.json")
     model.tokenizer.save(out / "tokenizer")
     metrics_path = out / "metrics.jsonl"
+    kept = []
     if resumed:
-        _truncate_metrics(metrics_path, step)
+        kept = _truncate_metrics(metrics_path, step)
     else:
         metrics_path.write_text("")
-    return metrics_path
+    return metrics_path, {r["step"] for r in kept if r.get("kind") == "eval"}
 
 
 def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
@@ -466,7 +471,7 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
     sampler = torch.Generator(device=device).manual_seed(t.seed + 1)
     step = restore_trainer_state(ckpt, optimizer, scaler, sampler) if ckpt is not None else 0
-    metrics_path = _prepare_out_dir(cfg, model, step, resumed=ckpt is not None)
+    metrics_path, evaluated = _prepare_out_dir(cfg, model, step, resumed=ckpt is not None)
 
     net = torch.compile(model) if t.compile else model  # static shapes: compiles once
     batches = batch_iterator(train_ds, t.batch_size, seed=t.seed, start=step * t.grad_accum,
@@ -492,6 +497,12 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
             prune_checkpoints(t.out_dir, t)
         return path
 
+    def evaluation_due() -> bool:
+        return bool(t.eval_every) and step % t.eval_every == 0 and step < t.max_steps
+
+    if ckpt is not None and evaluation_due() and step not in evaluated:
+        evaluate_now()  # the checkpoint is written first; the run stopped before evaluating it
+
     milestones = milestone_steps(t)
     stop = "max_steps"
     try:
@@ -512,7 +523,7 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
             logger.add(stats)
             save = step < t.max_steps and ((t.save_every and step % t.save_every == 0)
                                            or step in milestones)
-            evaluate = t.eval_every and step % t.eval_every == 0 and step < t.max_steps
+            evaluate = evaluation_due()
             if step % t.log_every == 0 or save:  # a log line at each checkpoint: a resumed
                 logger.flush(step, lr)            # run's log is then the straight run's
             if save or evaluate or step % t.log_every == 0:

@@ -102,3 +102,19 @@ def test_every_train_field_is_validated_naming_key_and_value(name, value):
 def test_gpu_presets_save_and_evaluate_every_10k_steps(name):
     t = preset(name).train
     assert (t.save_every, t.eval_every) == (10_000, 10_000)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--preset", "nanoo"], "valid presets: ['base', 'mini', 'nano', 'small', 'small++']"),
+    (["--set", "train.lr=1"], "train.learning_rate"),
+    (["--set", "train.max_steps=ten"], "train.max_steps expects int, got 'ten'"),
+    (["--max-steps", "0"], "train.max_steps must be positive, got 0"),
+    (["--set", "train.learning_rate=-1e-3"], "train.learning_rate must be positive"),
+])
+def test_cli_pretrain_refuses_a_bad_run_in_one_line(argv, words, tmp_path, capsys):
+    from minielectra.cli import main
+
+    assert main(["pretrain", "--out", str(tmp_path / "never"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "never").exists()

@@ -151,3 +151,15 @@ def test_evaluate_model_metrics_match_their_definitions(run_dir):
     assert got["gen_accuracy"] == pytest.approx(gen_correct)
     assert got["replaced_fraction"] == pytest.approx(y.mean())
     assert got["examples"] == len(batch["input_ids"]) == len(ds)
+
+
+def test_cli_evaluate_prints_the_json_and_refuses_bad_counts(run_dir, capsys):
+    from minielectra.cli import main
+
+    out, trained = run_dir
+    assert main(["evaluate", "--checkpoint", str(out), "--max-examples", "4"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["examples"] == 4 and printed["checkpoint"] == trained["checkpoint"]
+    assert printed == {**evaluate(out, max_examples=4)}
+    assert main(["evaluate", "--checkpoint", str(out), "--max-examples", "0"]) == 2
+    assert "max_examples must be positive, got 0" in capsys.readouterr().err

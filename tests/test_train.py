@@ -127,6 +127,33 @@ def test_resume_after_a_crash_continues_exactly(corpus_file, cache_dir, tmp_path
     assert [s for kind, s, *_ in logs[1] if kind == "train"] == [2, 3, 4, 6, 7]
 
 
+def test_resume_redoes_an_evaluation_that_a_crash_interrupted(corpus_file, cache_dir, tmp_path,
+                                                               monkeypatch):
+    """Checkpoint first, then evaluation: a crash in the evaluation at step 2 loses no training,
+    and the resumed run evaluates step 2 before going on, so its log is the straight run's."""
+    import minielectra.evaluate as evaluate
+
+    common = ["train.max_steps=4", "train.save_every=2", "train.eval_every=2"]
+    straight = pretrain(tiny_run(corpus_file, cache_dir, tmp_path / "a", *common), progress=False)
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt("killed during the evaluation at step 2")
+
+    with monkeypatch.context() as m:
+        m.setattr(evaluate, "evaluate_model", crash)
+        with pytest.raises(KeyboardInterrupt):
+            pretrain(tiny_run(corpus_file, cache_dir, tmp_path / "b", *common), progress=False)
+    assert [s for s, _ in list_checkpoints(tmp_path / "b")] == [2]
+    second = pretrain(tiny_run(corpus_file, cache_dir, tmp_path / "b", *common), progress=False,
+                      resume=True)
+    assert second["heldout"] == straight["heldout"]
+    logs = [[{k: v for k, v in json.loads(line).items() if k not in ("elapsed_s", "tokens_per_s")}
+             for line in open(p / "metrics.jsonl")] for p in (tmp_path / "a", tmp_path / "b")]
+    assert [(r["kind"], r["step"]) for r in logs[0]] == [
+        ("train", 1), ("train", 2), ("eval", 2), ("train", 3), ("train", 4), ("eval", 4)]
+    assert logs[0] == logs[1]
+
+
 def test_run_writes_config_metrics_and_loadable_checkpoint(corpus_file, cache_dir, tmp_path):
     out = tmp_path / "run"
     result = pretrain(tiny_run(corpus_file, cache_dir, out, "train.eval_every=3"), progress=False)
