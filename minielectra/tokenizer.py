@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
-
+import tokenizers
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 if TYPE_CHECKING:
@@ -45,12 +45,17 @@ _MAX_CACHED_WORDS = 1_000_000  # bounds the word cache's memory (~100 MB) on end
 # Cap on the text used to train a vocabulary from a corpus: enough for stable statistics, and
 # it keeps streamed web-scale corpora from being read whole.
 TRAIN_VOCAB_MAX_CHARS = 200_000_000
+MAX_INPUT_CHARS_PER_WORD = 100  # BERT's: a longer word is one [UNK]
+# Bump when this module's encoding or training changes; with the `tokenizers` version it is part
+# of every cache key, so ids made by another version of the code are rebuilt, never reused.
+TOKENIZER_VERSION = 1
 
 
 def _bert_tokenizer(vocab: dict[str, int] | None, lowercase: bool) -> Tokenizer:
     """A `tokenizers.Tokenizer` configured exactly like BERT's BasicTokenizer + WordpieceTokenizer
     (``vocab=None``: empty, to be trained)."""
-    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]",
+                                     max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD))
     tok.normalizer = normalizers.BertNormalizer(
         clean_text=True, handle_chinese_chars=True, strip_accents=lowercase, lowercase=lowercase)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -149,6 +154,15 @@ class WordPieceTokenizer:
         """Identifies the vocabulary and normalisation (a cache key for tokenised data)."""
         text = "\n".join(self.tokens) + f"\nlowercase={self.lowercase}"
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def settings(self) -> dict:
+        """Everything the ids of a text depend on (the cache key of tokenised data): the
+        vocabulary, the normalisation, and the versions of this code and of `tokenizers`."""
+        return {"vocab_hash": self.vocab_hash, "lowercase": self.lowercase,
+                "strip_accents": self.lowercase,
+                "max_input_chars_per_word": MAX_INPUT_CHARS_PER_WORD,
+                "version": TOKENIZER_VERSION, "tokenizers": tokenizers.__version__}
 
     def __getstate__(self):  # pickled into worker processes: the word cache stays behind
         return {"tokens": self.tokens, "lowercase": self.lowercase}
@@ -293,7 +307,11 @@ def resolve_tokenizer(data_cfg: "DataConfig", corpus: "Corpus | None" = None, *,
 
 
 def _train_cached(corpus: "Corpus", vocab_size: int, cache_dir: Path) -> WordPieceTokenizer:
-    key = hashlib.sha256(f"{corpus.fingerprint}|{vocab_size}".encode()).hexdigest()[:16]
+    # The learnt vocabulary depends on the trainer's code as well as the text and the size.
+    settings = {"corpus": corpus.fingerprint, "vocab_size": vocab_size, "lowercase": True,
+                "max_chars": TRAIN_VOCAB_MAX_CHARS, "version": TOKENIZER_VERSION,
+                "tokenizers": tokenizers.__version__}
+    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
     directory = cache_dir / "tokenizers" / f"{_safe_name(corpus.name)}-{vocab_size}-{key}"
     if (directory / "vocab.txt").is_file():
         log.info("tokenizer: reusing the vocabulary trained on %s in %s", corpus.name, directory)

@@ -1,8 +1,10 @@
 """WordPieceTokenizer: BERT agreement, the word cache's exactness, training, storage, bad vocabs."""
 
 import gzip
+import hashlib
 import json
 import random
+import unicodedata
 
 import pytest
 
@@ -64,6 +66,39 @@ def test_agrees_with_transformers_fast_tokenizer_on_tricky_text(bert, data_dir):
     ref = transformers.BertTokenizerFast(str(data_dir / "vocab" / "bert-base-uncased-vocab.txt"))
     texts = random_strings(500, seed=1)
     assert bert.encode_batch(texts) == ref(texts, add_special_tokens=False)["input_ids"]
+
+
+BERT_VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"  # MANIFEST.md
+
+
+def bert_normalised(text: str) -> str:
+    """BERT-uncased normalisation written out with unicodedata (google-research/bert
+    tokenization.py: lower case, NFD, drop combining marks), whitespace removed."""
+    text = unicodedata.normalize("NFD", text.lower())
+    return "".join(c for c in text if unicodedata.category(c) != "Mn" and not c.isspace())
+
+
+@pytest.mark.integration
+def test_round_trip_with_the_real_bert_vocab(bert, data_dir, tmp_path):
+    """encode -> decode -> encode gives the same ids; the decoded text is the normalised input
+    (up to spaces); the vocab saved with a checkpoint is the released file, byte for byte."""
+    with gzip.open(data_dir / "wikitext-2-raw" / "wiki.test.raw.gz", "rt", encoding="utf-8") as f:
+        lines = [ln.strip() for ln in f if ln.strip()][:400]
+    texts = lines + TEXT + ["Ünïcödé ÀÉÎÕÜ straße naïve café"]
+    ids = bert.encode_batch(texts)
+    checked = 0
+    for text, row in zip(texts, ids):
+        decoded = bert.decode(row)
+        assert bert.encode(decoded) == row, text
+        if not bert.special_ids & set(row):  # [UNK] hides its text; "[MASK]" keeps its case
+            assert "".join(decoded.split()) == bert_normalised(text), text
+            checked += 1
+    assert checked > 350
+    bert.save(tmp_path / "ckpt")
+    saved = (tmp_path / "ckpt" / "vocab.txt").read_bytes()
+    assert hashlib.sha256(saved).hexdigest() == BERT_VOCAB_SHA256
+    loaded = WordPieceTokenizer.load(tmp_path / "ckpt")
+    assert loaded.settings == bert.settings and loaded.encode_batch(texts) == ids
 
 
 # ----------------------------------------------------------------------------- word cache
@@ -200,6 +235,23 @@ def test_resolve_vocab_path_and_trained_vocab_is_cached(small_tokenizer, tmp_pat
 
     def no_training(*args, **kwargs):
         raise AssertionError("the cached vocabulary should have been reused")
-    monkeypatch.setattr(WordPieceTokenizer, "train", no_training)
+    with monkeypatch.context() as m:
+        m.setattr(WordPieceTokenizer, "train", no_training)
+        assert resolve_tokenizer(cfg).tokens == trained.tokens
+    assert len(list(cache_dir.glob("tokenizers/*/vocab.txt"))) == 1
+    # another `tokenizers` release may learn another vocabulary: trained again, not reused
+    monkeypatch.setattr(tokenizer_module.tokenizers, "__version__", "0.0.1")
     assert resolve_tokenizer(cfg).tokens == trained.tokens
-    assert list(cache_dir.glob("tokenizers/*/vocab.txt"))
+    assert len(list(cache_dir.glob("tokenizers/*/vocab.txt"))) == 2
+
+
+def test_settings_name_everything_the_ids_depend_on(small_tokenizer, monkeypatch):
+    settings = small_tokenizer.settings
+    assert settings["vocab_hash"] == small_tokenizer.vocab_hash and settings["lowercase"] is True
+    assert WordPieceTokenizer(small_tokenizer.tokens, lowercase=False).settings != settings
+    assert WordPieceTokenizer(small_tokenizer.tokens[:-1]).settings != settings
+    monkeypatch.setattr(tokenizer_module, "TOKENIZER_VERSION", 99)
+    assert small_tokenizer.settings != settings
+    monkeypatch.undo()
+    monkeypatch.setattr(tokenizer_module.tokenizers, "__version__", "0.0.1")
+    assert small_tokenizer.settings != settings
