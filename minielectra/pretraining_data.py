@@ -146,6 +146,11 @@ def build_chunk(index: int, documents: list[list[str]], tokenizer: WordPieceToke
     lines = [line for doc in documents for line in doc]
     tokens, lengths = tokenizer.encode_ragged(lines)
     starts = np.cumsum(lengths) - lengths
+    # Deliberate difference from the official builder, which runs one ExampleBuilder over the
+    # whole corpus: each chunk restarts it, with its own random stream and a full target length.
+    # The only state the official builder carries across documents is that random stream and a
+    # pending short target, so the examples follow the same rules and statistics, and the output
+    # no longer depends on how many processes built it.
     builder = ExampleBuilder(random.Random(f"{settings.seed}:{index}"),
                              max_len=settings.max_seq_len, short_seq_prob=settings.short_seq_prob,
                              single_segment_prob=settings.single_segment_prob)
@@ -297,7 +302,7 @@ def _cache_key(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: BuildSet
     """Everything the examples depend on; a cached folder is reused only when all of it matches."""
     return {"format": FORMAT_VERSION, "corpus": corpus.fingerprint, "split": split,
             "held_out_fraction": held_out_fraction if split != "all" else None,
-            "vocab_hash": tokenizer.vocab_hash, "chunk_chars": CHUNK_CHARS, **asdict(settings)}
+            "tokenizer": tokenizer.settings, "chunk_chars": CHUNK_CHARS, **asdict(settings)}
 
 
 def _select_split(corpus: Corpus, split: str, held_out_fraction: float) -> Corpus:
@@ -369,7 +374,7 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
                _NpyAppender(directory / "token_type_ids.npy", np.uint8, (n,)),
                _NpyAppender(directory / "lengths.npy", np.int32, ())]
     log.info("examples: building %s with %d worker(s) into %s", corpus.name, workers, directory)
-    start, chars, text_tokens, documents = time.perf_counter(), 0, 0, 0
+    start, chars, text_tokens, kept_tokens, documents = time.perf_counter(), 0, 0, 0, 0
 
     def counted(docs):
         nonlocal documents
@@ -386,6 +391,7 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
                 for writer, array in zip(writers, arrays):
                     writer.append(array)
                 chars, text_tokens = chars + chunk_chars, text_tokens + chunk_tokens
+                kept_tokens += _text_tokens_in(*arrays)
                 bar.update(chunk_chars)
     finally:
         for writer in writers:
@@ -398,10 +404,30 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
         "num_documents": documents, "num_chars": chars, "text_tokens": text_tokens,
         # tokens in examples, [CLS]/[SEP] included; text past max_len is dropped (official)
         "example_tokens": int(np.load(directory / "lengths.npy", mmap_mode="r").sum()),
+        "kept_text_tokens": kept_tokens,  # text tokens that made it into an example
         "seconds": round(time.perf_counter() - start, 3), "read_stats": corpus.stats.as_dict()}
     (directory / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
     log.info("examples: %d examples from %d documents (%.1f MB of text) in %.1f s",
              metadata["num_examples"], documents, chars / 1e6, metadata["seconds"])
+    _warn_if_text_lost(corpus.name, kept_tokens, text_tokens, n)
+
+
+def _text_tokens_in(input_ids: np.ndarray, token_type_ids: np.ndarray, lengths: np.ndarray) -> int:
+    """Text tokens in packed rows: each row's length less [CLS], [SEP] and B's [SEP]."""
+    return int(lengths.sum()) - 2 * len(lengths) - int(token_type_ids.any(axis=1).sum())
+
+
+LOW_SURVIVAL = 0.25  # warn when less of the text than this reaches the examples
+
+
+def _warn_if_text_lost(name: str, kept: int, total: int, max_len: int) -> None:
+    """The official builder cuts an example's last sentence at max_len and drops the rest. With
+    a sentence per line that loses little; a long paragraph per line loses most of itself."""
+    if total and kept < LOW_SURVIVAL * total:
+        log.warning("examples: only %.0f%% of the %d text tokens of %s are in an example; the "
+                    "rest were cut at max_seq_len=%d (official behaviour). Lines are probably "
+                    "paragraphs, not sentences: split them into sentences, or raise max_seq_len.",
+                    100 * kept / total, total, name, max_len)
 
 
 def _empty_message(corpus: Corpus, documents: int, held_out_fraction: float) -> str:
@@ -426,9 +452,12 @@ def batch_iterator(dataset: PretrainingDataset, batch_size: int, *, seed: int = 
     last incomplete batch of an epoch is dropped so every batch has the same shape. On a cuda
     ``device`` the tensors are pinned, ready for ``.to(device, non_blocking=True)``.
     """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if len(dataset) < batch_size:
-        raise ValueError(f"the dataset has {len(dataset)} examples, fewer than one batch of "
-                         f"{batch_size}: use a larger corpus or a smaller batch_size")
+        raise ValueError(f"{dataset!r} ({dataset.directory}) has {len(dataset)} examples, fewer "
+                         f"than one batch of {batch_size}: use a larger corpus or a smaller "
+                         "batch_size")
     if start < 0:
         raise ValueError(f"start must be >= 0, got {start}")
     pin = torch.device(device).type == "cuda" and torch.cuda.is_available()

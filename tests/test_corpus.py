@@ -338,17 +338,22 @@ def test_hub_unreachable_is_a_clear_error(monkeypatch, tmp_path):
 
 
 # ------------------------------------------------------------------- streamed corpora, capped
+STREAMED_CAP = 20_000
+
+
 def endless_corpus(counter):
     """A streamed corpus that never ends; ``counter[0]`` counts the documents read from it."""
     def documents():
         for i in itertools.count():
             counter[0] += 1
+            if counter[0] > 10 * STREAMED_CAP:  # fail, instead of hanging, if nothing caps it
+                raise AssertionError("the whole stream is being read")
             yield [f"sentence {i} of an endless stream.", f"and its second line {i}."]
     return Corpus("endless", documents, fingerprint="endless", streamed=True)
 
 
 def test_held_out_part_of_a_streamed_corpus_is_capped(monkeypatch, tmp_path):
-    monkeypatch.setattr(corpus_module, "STREAMED_HELD_OUT_SCAN", 20_000)
+    monkeypatch.setattr(corpus_module, "STREAMED_HELD_OUT_SCAN", STREAMED_CAP)
     read = [0]
     train, heldout = endless_corpus(read).split(0.05)
     held = list(heldout.documents())  # ends, although the stream does not

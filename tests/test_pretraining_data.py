@@ -1,17 +1,23 @@
 """The example builder against the official code and its rules; caching; batches; bad input."""
 
+import functools
 import gzip
+import itertools
 import json
 import logging
 import math
 import random
+import tracemalloc
+import types
 
 import numpy as np
 import pytest
 import torch
 
+from minielectra import corpus as corpus_module
 from minielectra import pretraining_data as pd
-from minielectra.corpus import open_corpus
+from minielectra import tokenizer as tokenizer_module
+from minielectra.corpus import Corpus, open_corpus
 from minielectra.pretraining_data import (ExampleBuilder, batch_iterator, build_dataset,
                                           pack_examples)
 from minielectra.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
@@ -151,6 +157,47 @@ def test_layout_segments_and_document_boundaries(synthetic, tmp_path):
         assert a == list(range(a[0], a[0] + len(a)))  # A is a contiguous run of its document
 
 
+def test_shards_on_disk_are_the_official_examples(synthetic, tmp_path, monkeypatch):
+    """One chunk: the rows equal the official ExampleBuilder (transcribed above) run over each
+    line tokenised whole by the Rust tokenizer (no word cache), with chunk 0's random stream;
+    the files are plain .npy arrays of the declared dtypes and sizes, and metadata.json agrees."""
+    root, tokenizer = synthetic
+    monkeypatch.setattr(pd, "CHUNK_CHARS", 1 << 30)
+    ds = build(synthetic, tmp_path, max_seq_len=48, seed=5)
+    official = OfficialExampleBuilder(random.Random("5:0"), 48)  # (seed, chunk index)
+    expected = []
+    for line in (root / "corpus.txt").read_text().split("\n"):
+        ids = tokenizer._tokenizer.encode(line, add_special_tokens=False).ids if line else []
+        example = official.add_line(ids, blank=not line)
+        if example:
+            expected.append(example)
+    assert len(expected) > 1000
+    assert np.asarray(ds.input_ids).tolist() == [e[0] for e in expected]
+    assert np.asarray(ds.token_type_ids).tolist() == [e[1] for e in expected]
+    assert np.asarray(ds.lengths).tolist() == [sum(1 for t in e[0] if t) for e in expected]
+    n_rows = len(expected)
+    for name, dtype, shape in [("input_ids", np.uint16, (n_rows, 48)),
+                               ("token_type_ids", np.uint8, (n_rows, 48)),
+                               ("lengths", np.int32, (n_rows,))]:
+        path = ds.directory / f"{name}.npy"
+        whole = np.load(path)  # an ordinary .npy, no mmap
+        assert whole.dtype == dtype and whole.shape == shape
+        assert path.stat().st_size == 128 + whole.nbytes  # a 128-byte header, then the rows
+        assert isinstance(getattr(ds, name), np.memmap)
+        assert np.array_equal(getattr(ds, name), whole)
+    meta = json.loads((ds.directory / "metadata.json").read_text())
+    text = (root / "corpus.txt").read_text()
+    assert meta["num_examples"] == n_rows and meta["num_documents"] == N_DOCS
+    assert meta["num_chars"] == sum(len(line) for line in text.split("\n"))
+    assert meta["text_tokens"] == 5 * N_DOCS * SENTENCES_PER_DOC
+    assert meta["example_tokens"] == int(np.asarray(ds.lengths).sum())
+    content = np.isin(np.asarray(ds.input_ids), [0, CLS, SEP], invert=True).sum()
+    assert meta["kept_text_tokens"] == content
+    assert meta["key"]["tokenizer"] == tokenizer.settings
+    assert sorted(p.name for p in ds.directory.iterdir()) == [
+        "input_ids.npy", "lengths.npy", "metadata.json", "token_type_ids.npy"]
+
+
 def test_single_segment_and_split_rates_are_the_official_ones(synthetic, tmp_path):
     """With short_seq_prob=0 every full example gathers 26 sentences (130 tokens): one segment
     with probability 0.1; otherwise A holds 12 sentences (60 tokens) and the 13th joins A on a
@@ -191,23 +238,136 @@ def test_workers_and_chunks_do_not_change_the_examples(synthetic, tmp_path, monk
 
 
 # ------------------------------------------------------------------------------------ caching
-def test_second_build_reuses_the_cache_and_other_settings_rebuild(synthetic, tmp_path,
-                                                                  monkeypatch, caplog):
+def test_second_build_reuses_the_cache(synthetic, tmp_path, monkeypatch):
     first = build(synthetic, tmp_path)
-    first_ids = np.array(first.input_ids)
     monkeypatch.setattr(pd, "build_chunk", lambda *a: pytest.fail("rebuilt a valid cache"))
     assert build(synthetic, tmp_path).directory == first.directory
     monkeypatch.undo()
     other = build(synthetic, tmp_path, max_seq_len=64)
     assert other.directory != first.directory and other.input_ids.shape[1] == 64
-    # a folder whose metadata says other settings (copied by hand, older version, ...)
+
+
+@pytest.mark.parametrize("path, stale", [
+    (("seed",), 99),
+    (("tokenizer", "tokenizers"), "0.0.1"),  # written by another `tokenizers` release
+    (("tokenizer", "version"), 0),  # by another version of minielectra's tokenizer
+    (("tokenizer", "lowercase"), False),
+    (("corpus",), "hub:someone/books:None:train:rows=documents:column=None@" + "0" * 40),
+])
+def test_a_cache_written_by_other_settings_is_rebuilt(synthetic, tmp_path, caplog, path, stale):
+    """A folder whose metadata names other settings (copied by hand, older version, ...)."""
+    first = build(synthetic, tmp_path)
+    first_ids = np.array(first.input_ids)
     meta = json.loads((first.directory / "metadata.json").read_text())
-    meta["key"]["seed"] = 99
+    functools.reduce(dict.get, path[:-1], meta["key"])[path[-1]] = stale
     (first.directory / "metadata.json").write_text(json.dumps(meta))
     with caplog.at_level(logging.WARNING, logger="minielectra"):
         rebuilt = build(synthetic, tmp_path)
-    assert "other settings (seed differ)" in caplog.text
-    assert rebuilt.metadata["key"]["seed"] == 0 and np.array_equal(rebuilt.input_ids, first_ids)
+    assert f"other settings ({path[0]} differ)" in caplog.text
+    assert rebuilt.metadata["key"] != meta["key"] and np.array_equal(rebuilt.input_ids, first_ids)
+
+
+def test_other_tokenizer_settings_or_versions_build_anew(synthetic, tmp_path, monkeypatch):
+    built = []
+    original = pd.build_chunk
+    monkeypatch.setattr(pd, "build_chunk", lambda *a: built.append(1) or original(*a))
+    root, tokenizer = synthetic
+    first = build(synthetic, tmp_path)
+    assert built
+    for change in (lambda: monkeypatch.setattr(tokenizer_module.tokenizers, "__version__", "0.0.1"),
+                   lambda: monkeypatch.setattr(tokenizer_module, "TOKENIZER_VERSION", 99)):
+        built.clear()
+        change()
+        again = build(synthetic, tmp_path)
+        assert built and again.directory != first.directory  # built, not reused
+    cased = WordPieceTokenizer(tokenizer.tokens, lowercase=False)
+    built.clear()
+    assert build_dataset(str(root / "corpus.txt"), cased, split="all", cache_dir=tmp_path,
+                         progress=False, num_workers=1).directory != first.directory and built
+
+
+def test_a_new_hub_revision_builds_anew(tmp_path, synthetic, monkeypatch):
+    """Rows from a local ``datasets.Dataset``; only the revision lookup is stubbed."""
+    datasets = pytest.importorskip("datasets")
+    commit = ["a" * 40]
+    rows = datasets.Dataset.from_list([{"text": "d0 p0 p1\nd0 p2 p3"}, {"text": "d1 p4"}])
+    monkeypatch.setattr(datasets, "load_dataset_builder", lambda *a, **k: types.SimpleNamespace(
+        hash=commit[0], info=types.SimpleNamespace(splits=None)))
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: rows)
+    kwargs = {"split": "all", "cache_dir": tmp_path, "progress": False}
+    first = build_dataset("hf:someone/books", synthetic[1], **kwargs)
+    assert first.metadata["key"]["corpus"].endswith("@" + "a" * 40) and len(first) == 2
+    assert build_dataset("hf:someone/books", synthetic[1], **kwargs).directory == first.directory
+    commit[0] = "b" * 40
+    assert build_dataset("hf:someone/books", synthetic[1], **kwargs).directory != first.directory
+
+
+def test_a_damaged_cache_is_rebuilt(synthetic, tmp_path, caplog):
+    first = build(synthetic, tmp_path)
+    first_ids = np.array(first.input_ids)
+    path = first.directory / "input_ids.npy"
+    path.write_bytes(path.read_bytes()[:1000])  # e.g. a full disk
+    with caplog.at_level(logging.WARNING, logger="minielectra"):
+        rebuilt = build(synthetic, tmp_path)
+    assert "unreadable" in caplog.text and np.array_equal(rebuilt.input_ids, first_ids)
+
+
+# ------------------------------------------------------------------------- streams and memory
+WORDS = "the of and to in a is was for on as with by he at from his an were are which".split()
+
+
+def test_memory_stays_bounded_on_an_endless_stream(tmp_path, monkeypatch):
+    """Held-out examples of a stream that never ends: it is read up to the cap only, and the
+    build's peak Python memory is a few chunks, far below the text that went through it."""
+    monkeypatch.setattr(pd, "CHUNK_CHARS", 1 << 14)
+    monkeypatch.setattr(corpus_module, "STREAMED_HELD_OUT_SCAN", 20_000)
+    read, chars = [0], [0]
+
+    def documents():
+        rng = random.Random(0)
+        for _ in itertools.count():
+            doc = [" ".join(rng.choices(WORDS, k=12)) for _ in range(8)]
+            read[0] += 1
+            if read[0] > 100_000:  # fail, instead of hanging, if nothing caps the stream
+                raise AssertionError("the whole stream is being read")
+            chars[0] += sum(map(len, doc))
+            yield doc
+    endless = Corpus("endless", documents, fingerprint="endless", streamed=True)
+    tokenizer = WordPieceTokenizer.train([" ".join(WORDS)] * 10, vocab_size=100)
+    tracemalloc.start()
+    try:
+        ds = build_dataset(endless, tokenizer, split="heldout", held_out_fraction=0.5,
+                           cache_dir=tmp_path, progress=False, num_workers=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert read[0] == 20_000  # the cap, not the end of the stream
+    built = ds.metadata["num_chars"]
+    assert abs(ds.metadata["num_documents"] - 10_000) < 5 * math.sqrt(20_000 * 0.5 * 0.5)
+    # A str costs at least a byte a character: holding the text that was built (~3.5 MB) or read
+    # (~7 MB) would pass this bound; one 16 KB chunk in flight (~50 bytes a character while it
+    # is tokenised and packed) does not. Measured: ~0.8 MB, the same for 5x the text.
+    assert built > 3_000_000 and peak < 0.5 * built, (peak, built, chars[0])
+
+
+def test_parallel_build_reads_a_stream_only_a_few_chunks_ahead(synthetic):
+    """The pool holds at most two chunks per worker, so an endless stream is read just ahead."""
+    read = [0]
+
+    def chunks():
+        while True:
+            read[0] += 1
+            if read[0] > 200:  # fail, instead of hanging, if the pool swallows the stream
+                raise AssertionError("the stream was read without bound")
+            yield [["d0 p0 p1 p2 p3"] * 50]
+    results = pd._map_chunks(chunks(), synthetic[1], pd.BuildSettings(max_seq_len=32), workers=2)
+    try:
+        for k in range(1, 16):
+            arrays, _, _ = next(results)
+            assert len(arrays[0]) == 8  # 50 sentences of 5 tokens, targets of 32 -> 8 examples
+            assert read[0] <= k + 2 * 2 + 1
+    finally:
+        results.close()
 
 
 # ------------------------------------------------------------------------------------ batches
@@ -238,7 +398,7 @@ def test_a_corpus_too_small_for_one_batch(tmp_path, synthetic):
     ds = build_dataset(str(tmp_path / "tiny.txt"), synthetic[1], split="all", cache_dir=tmp_path,
                        progress=False)
     assert len(ds) == 2
-    with pytest.raises(ValueError, match="2 examples, fewer than one batch of 32"):
+    with pytest.raises(ValueError, match=r"tiny.txt.*has 2 examples, fewer than one batch of 32"):
         next(batch_iterator(ds, 32))
 
 
@@ -266,6 +426,42 @@ def test_skipped_and_repaired_files_are_reported_in_the_metadata(tmp_path, synth
         str(tmp_path / "d" / "b.txt")]
     # U+FFFD is dropped by BERT's normaliser: the rest of the line survives
     assert synthetic[1].convert_ids_to_tokens(ds.input_ids[0][1:5]) == ["d0", "p0", "p1", "p2"]
+
+
+def test_a_warning_when_most_of_the_text_is_cut(tmp_path, synthetic, caplog):
+    """Paragraph lines of 80 tokens with max_seq_len 16: an example keeps 14 of them (17.5%);
+    lines of 4 tokens (sentences) lose only what the official cut at max_len takes (~20% here)."""
+    paragraph = " ".join(["d0"] + [f"p{k}" for k in range(79)])
+    (tmp_path / "paragraphs.txt").write_text((paragraph + "\n") * 50)
+    kwargs = {"split": "all", "cache_dir": tmp_path, "progress": False, "max_seq_len": 16}
+    with caplog.at_level(logging.WARNING, logger="minielectra"):
+        ds = build_dataset(str(tmp_path / "paragraphs.txt"), synthetic[1], **kwargs)
+    kept = ds.metadata["kept_text_tokens"] / ds.metadata["text_tokens"]
+    assert kept == 14 / 80 and "only 18%" in caplog.text and "paragraphs" in caplog.text
+    caplog.clear()
+    (tmp_path / "sentences.txt").write_text("d0 p0 p1 p2\n" * 2000)
+    with caplog.at_level(logging.WARNING, logger="minielectra"):
+        ds = build_dataset(str(tmp_path / "sentences.txt"), synthetic[1], **kwargs)
+    assert ds.metadata["kept_text_tokens"] / ds.metadata["text_tokens"] > 0.7
+    assert "only" not in caplog.text
+
+
+def test_bad_sizes_are_clear_errors(tmp_path, synthetic):
+    with pytest.raises(ValueError, match="max_seq_len must be at least 5, got 4"):
+        build(synthetic, tmp_path, max_seq_len=4)
+    ds = build(synthetic, tmp_path)
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        next(batch_iterator(ds, 0))
+    with pytest.raises(ValueError, match="start must be >= 0"):
+        next(batch_iterator(ds, 8, start=-1))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="pinned memory needs CUDA")
+def test_batches_for_a_gpu_are_pinned(synthetic, tmp_path):
+    ds = build(synthetic, tmp_path)
+    batch = next(batch_iterator(ds, 8, device="cuda"))
+    assert all(v.is_pinned() for v in batch.values())
+    assert not next(batch_iterator(ds, 8))["input_ids"].is_pinned()
 
 
 # ------------------------------------------------------------------ same text, same examples
