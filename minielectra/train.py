@@ -527,7 +527,7 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
             if step % t.log_every == 0 or save:  # a log line at each checkpoint: a resumed
                 logger.flush(step, lr)            # run's log is then the straight run's
             if save or evaluate or step % t.log_every == 0:
-                guard.check(last_saved)  # the log line just waited for the device anyway
+                guard.check(last_saved)  # where the loop waits for the device anyway
             if save:
                 last_saved = checkpoint()
             if evaluate:
