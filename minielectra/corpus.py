@@ -49,7 +49,6 @@ from typing import Callable, Iterable, Iterator
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class HubSpec:
     """A hub dataset's train split and how its rows become documents."""

@@ -11,9 +11,10 @@ ELECTRA's examples are BERT's without next-sentence prediction (google-research/
 
 :func:`build_dataset` tokenises a corpus in chunks of whole documents (in worker processes for large
 corpora; memory stays bounded for streamed ones), writes ``input_ids.npy``, ``token_type_ids.npy``
-and ``lengths.npy`` plus ``metadata.json`` into a cache folder named by (corpus, vocabulary,
-settings), and reuses that folder next time. :func:`batch_iterator` serves shuffled batches and
-resumes at any batch index. Axis letters: b batch, n sequence.
+and ``lengths.npy`` plus ``metadata.json`` into a cache folder named by (corpus and its revision,
+tokenizer settings and versions, builder settings), and reuses that folder next time; a folder
+written by other settings is rebuilt. It warns when most of the text never reaches an example.
+:func:`batch_iterator` serves shuffled batches and resumes at any batch index. Axis letters: b batch, n sequence.
 """
 
 from __future__ import annotations

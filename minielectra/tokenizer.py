@@ -141,7 +141,13 @@ class WordPieceTokenizer:
     def load(cls, directory) -> "WordPieceTokenizer":
         directory = Path(directory)
         config_path = directory / "tokenizer_config.json"
-        config = json.loads(config_path.read_text()) if config_path.is_file() else {}
+        try:
+            config = json.loads(config_path.read_text()) if config_path.is_file() else {}
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ValueError(f"{config_path} is not a tokenizer config (JSON): {e}") from None
+        if not isinstance(config.get("do_lower_case", True), bool):
+            raise ValueError(f"{config_path}: do_lower_case must be true or false, got "
+                             f"{config['do_lower_case']!r}")
         return cls.from_vocab_file(directory / "vocab.txt",
                                    lowercase=config.get("do_lower_case", True))
 

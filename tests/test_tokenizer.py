@@ -206,6 +206,18 @@ def test_binary_or_missing_vocab_file(tmp_path):
         WordPieceTokenizer.from_vocab_file(tmp_path / "nope.txt")
 
 
+@pytest.mark.parametrize("config, message", [
+    ("{not json", "is not a tokenizer config"),
+    ('{"do_lower_case": "yes"}', "do_lower_case must be true or false, got 'yes'"),
+])
+def test_bad_tokenizer_config_names_the_file(small_tokenizer, tmp_path, config, message):
+    small_tokenizer.save(tmp_path / "tok")
+    (tmp_path / "tok" / "tokenizer_config.json").write_text(config)
+    with pytest.raises(ValueError, match=message) as error:
+        WordPieceTokenizer.load(tmp_path / "tok")
+    assert str(tmp_path / "tok" / "tokenizer_config.json") in str(error.value)
+
+
 def test_unknown_ids_and_tokens_fail_clearly(small_tokenizer):
     with pytest.raises(IndexError, match="99999"):
         small_tokenizer.decode([1, 99999])
