@@ -29,6 +29,19 @@ def padding_mask(attention_mask: torch.Tensor | None) -> torch.Tensor | None:
     return rearrange(attention_mask.bool(), "b m -> b 1 1 m")
 
 
+def additive(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """Boolean keep-mask -> additive float mask: 0 where kept, the most negative finite value not.
+
+    SDPA given a boolean mask returns zeros for a query whose keys are all masked (a sequence that
+    is all padding); an additive mask gives the uniform average that :func:`reference_attention`,
+    BERT and transformers give, so both paths agree on every row.
+    """
+    if mask is None:
+        return None
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
+        ~mask, torch.finfo(dtype).min)
+
+
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                         mask: torch.Tensor | None = None, *, dropout: float = 0.0,
                         training: bool = False) -> torch.Tensor:
@@ -73,7 +86,8 @@ class MultiHeadAttention(nn.Module):
                             three=3, h=self.num_heads)
         p = self.dropout if self.training else 0.0
         if self.impl == "sdpa":
-            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=additive(mask, q.dtype),
+                                                 dropout_p=p)
         else:
             ctx = reference_attention(q, k, v, mask, dropout=p, training=self.training)
         return self.out(rearrange(ctx, "b h n e -> b n (h e)"))

@@ -69,7 +69,8 @@ def cmd_predict(args) -> dict:
 def cmd_convert(args) -> dict:
     from .hf import convert
     direction = "from_hf" if args.from_hf else "to_hf"
-    out = convert(args.from_hf or args.to_hf, args.out, direction=direction)
+    out = convert(args.from_hf or args.to_hf, args.out, direction=direction,
+                  generator=args.generator)
     return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
 
 
@@ -131,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--from-hf", metavar="SRC", help="a transformers ELECTRA directory")
     g.add_argument("--to-hf", metavar="SRC", help="a minielectra checkpoint directory")
+    p.add_argument("--generator", metavar="DIR", help="with --from-hf: the ElectraForMaskedLM "
+                   "directory that goes with an ElectraForPreTraining SRC")
     p.add_argument("--out", required=True, metavar="DST")
     p.set_defaults(func=cmd_convert)
     return parser

@@ -24,10 +24,12 @@ def naive_attention(mha: MultiHeadAttention, x: torch.Tensor, attention_mask=Non
             k = x[i] @ wk[sl].T + bk[sl]
             v = x[i] @ wv[sl].T + bv[sl]
             scores = q @ k.T / math.sqrt(e)
-            if attention_mask is not None:
+            if attention_mask is not None and attention_mask[i].any():
                 keep = attention_mask[i].bool()
                 scores = scores[:, keep]
                 v = v[keep]
+            elif attention_mask is not None:  # no key to attend to: every key weighs the same
+                scores = torch.zeros_like(scores)
             heads.append(torch.softmax(scores, dim=-1) @ v)
         out[i] = torch.cat(heads, dim=-1) @ mha.out.weight.T + mha.out.bias
     return out
@@ -44,6 +46,7 @@ def test_sdpa_reference_and_naive_agree(heads, padded):
     if padded:
         am[0, 4:] = 0
         am[2, 1:] = 0  # a sequence with a single real token
+        am[1, :] = 0  # all padding: every path averages all values uniformly, none gives zeros
     mask = padding_mask(am) if padded else None
     mha.impl = "sdpa"
     y_sdpa = mha(x, mask)

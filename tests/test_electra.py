@@ -102,6 +102,34 @@ def test_bert_style_random_tokens_when_asked():
     assert abs(frac_diff - 0.1 * 63 / 64) < 5 * math.sqrt(0.09 / n)
 
 
+@pytest.mark.parametrize("sampling", ["without_replacement", "with_replacement"])
+def test_per_row_count_follows_each_rows_length(sampling):
+    """round(0.15 * real tokens) slots a row, at least 1, at most 19 (n=128), [CLS]/[SEP] counted.
+
+    Without replacement the slots are distinct positions; with replacement (official) they are
+    draws, so a row may mask fewer distinct positions than it has slots.
+    """
+    cfg = tiny_config(max_position_embeddings=128)
+    n = 128
+    lengths = [3, 12, 40, 100, 128]  # 3 = [CLS] x [SEP]: one candidate, one slot
+    ids = torch.randint(5, 64, (len(lengths), n), generator=torch.Generator().manual_seed(0))
+    am = torch.zeros_like(ids)
+    for row, length in enumerate(lengths):
+        ids[row, 0], ids[row, length - 1], ids[row, length:] = CLS, SEP, PAD
+        am[row, :length] = 1
+    expected = [1, 2, 6, 15, 19]  # round(0.45)->1 (floor 1), 1.8, 6.0, 15.0, 19.2 (cap 19)
+    m = mask_tokens(ids, am, cfg, ObjectiveConfig(mask_sampling=sampling),
+                    generator=torch.Generator().manual_seed(0))
+    assert m.weights.sum(-1).long().tolist() == expected
+    for row, length in enumerate(lengths):
+        used = m.positions[row][m.weights[row].bool()].tolist()
+        assert all(0 < pos < length - 1 for pos in used)
+        if sampling == "without_replacement":
+            assert len(set(used)) == len(used)
+        changed = (m.input_ids[row] != ids[row]).sum().item()
+        assert changed <= len(set(used))
+
+
 def test_with_replacement_reproduces_official_duplicates():
     """Drawing 19 of ~126 candidates with replacement repeats one in ~77% of sequences."""
     cfg = tiny_config(vocab_size=64)
@@ -143,9 +171,22 @@ def test_gumbel_max_follows_softmax():
 
 
 def test_gumbel_sampling_runs_in_float32_for_half_logits():
-    logits = torch.zeros(4, 10, dtype=torch.bfloat16, requires_grad=True)
-    s = gumbel_max_sample(logits, generator=torch.Generator().manual_seed(0))
-    assert s.dtype == torch.int64 and not s.requires_grad
+    """bf16 logits draw exactly what the same values in float32 draw: noise and sum are fp32.
+
+    With the noise or the sum in bf16 (8 mantissa bits) many rows tie or round the other way,
+    and a token 7 nats below the best (p ~ 1e-3) is drawn at the wrong rate.
+    """
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(50_000, 8, generator=g).to(torch.bfloat16)
+    logits[:, 0] = 4.0
+    logits[:, 7] = -3.0
+    logits.requires_grad_(True)
+    s_half = gumbel_max_sample(logits, generator=torch.Generator().manual_seed(1))
+    s_full = gumbel_max_sample(logits.detach().float(), generator=torch.Generator().manual_seed(1))
+    assert s_half.dtype == torch.int64 and not s_half.requires_grad
+    assert torch.equal(s_half, s_full)
+    rare = torch.softmax(logits.detach().double(), -1)[:, 7].sum().item()  # expected count
+    assert abs((s_half == 7).sum().item() - rare) < 5 * math.sqrt(rare), rare
 
 
 def test_sample_equal_to_original_is_labelled_original():
@@ -180,9 +221,40 @@ def test_loss_is_mlm_plus_50_bce_over_every_real_token():
     picked = full[rows[w], out.masked.positions[w]]
     ce = torch.nn.functional.cross_entropy(picked, out.masked.targets[w])
     torch.testing.assert_close(out.gen_loss, ce, rtol=1e-5, atol=1e-6)
-    for k in ("gen_accuracy", "disc_accuracy", "disc_precision", "disc_recall",
-              "replaced_fraction"):
-        assert 0 <= float(out.metrics[k]) <= 1
+
+
+def test_metrics_match_a_count_by_hand():
+    """Every metric recomputed with Python loops over the tokens the forward pass returned."""
+    torch.manual_seed(0)
+    model = Electra(tiny_config()).eval()
+    ids, am = batch(vocab=8, pad_from=20)  # words 5, 6, 7 ...
+    with torch.no_grad():
+        model.generator.output_bias[5] = 10.0  # ... and a generator that always says 5
+    out = model(ids, am, generator=torch.Generator().manual_seed(0))
+    gen_hits = gen_used = 0
+    for row in range(ids.shape[0]):
+        for slot in range(out.masked.positions.shape[1]):
+            if out.masked.weights[row, slot]:
+                gen_used += 1
+                gen_hits += int(out.gen_logits[row, slot].argmax() == out.masked.targets[row, slot])
+    real = correct = predicted = replaced = hits = 0
+    for row in range(ids.shape[0]):
+        for pos in range(ids.shape[1]):
+            if not am[row, pos]:
+                continue
+            says = bool(out.disc_logits[row, pos] > 0)
+            truth = bool(out.corrupted_ids[row, pos] != ids[row, pos])
+            real += 1
+            correct += says == truth
+            predicted += says
+            replaced += truth
+            hits += says and truth
+    assert replaced > 0 and predicted > 0 and gen_hits > 0  # no ratio is a trivial 0/0 here
+    expected = {"gen_accuracy": gen_hits / gen_used, "disc_accuracy": correct / real,
+                "disc_precision": hits / predicted, "disc_recall": hits / replaced,
+                "replaced_fraction": replaced / real, "masked_fraction": gen_used / real}
+    assert {k: round(float(v), 6) for k, v in out.metrics.items()} == \
+        {k: round(v, 6) for k, v in expected.items()}
 
 
 def generator_only_params(model):
@@ -204,17 +276,22 @@ def test_discriminator_loss_puts_no_gradient_on_the_generator():
 
 
 def test_shared_embeddings_receive_both_losses():
+    """Word, position and segment embeddings and their LayerNorm: a gradient from each loss."""
     torch.manual_seed(0)
     model = Electra(tiny_config())
     ids, am = batch()
-    word = model.discriminator.encoder.embeddings.word.weight
-    grads = {}
+    types = torch.zeros_like(ids)
+    types[:, ids.shape[1] // 2:] = 1  # both segment rows are used
+    shared = dict(model.discriminator.encoder.embeddings.named_parameters())
+    assert set(shared) == {"word.weight", "position.weight", "segment.weight", "norm.weight",
+                           "norm.bias"}
     for name in ("gen_loss", "disc_loss"):
         model.zero_grad()
-        out = model(ids, am, generator=torch.Generator().manual_seed(0))
+        out = model(ids, am, types, generator=torch.Generator().manual_seed(0))
         getattr(out, name).backward()
-        grads[name] = word.grad.clone()
-    assert grads["gen_loss"].abs().sum() > 0 and grads["disc_loss"].abs().sum() > 0
+        for pname, p in shared.items():
+            assert p.grad is not None and p.grad.abs().sum() > 0, (name, pname)
+        assert shared["segment.weight"].grad.abs().sum(-1).gt(0).all(), name  # both rows
 
 
 @pytest.mark.parametrize("tying", ["none", "embeddings", "all"])

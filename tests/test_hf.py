@@ -23,6 +23,7 @@ V = 100
 SHAPES = {
     "emb=hidden": (32, 32, 2, 64, 0.5),  # the generator (hidden 16) still projects 32 -> 16
     "emb<hidden": (16, 64, 4, 128, 0.25),  # ELECTRA-Small's factorised embeddings
+    "gen=disc": (32, 32, 2, 64, 1.0),  # Small++/Base: no projection in either network
 }
 
 
@@ -171,9 +172,12 @@ def test_unsupported_activation_is_refused(tmp_path):
 # ------------------------------------------------------------------------------- export
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-def test_export_loads_in_transformers_with_same_logits(tmp_path, shape):
-    model = ours(shape)
+@pytest.mark.parametrize("shape, tying", [(s, "embeddings") for s in SHAPES]
+                         + [("gen=disc", "none"), ("gen=disc", "all")])
+def test_export_loads_in_transformers_with_same_logits(tmp_path, shape, tying):
+    model = ours(shape, tying)
+    if tying == "all":  # one encoder serves both networks; transformers gets two equal copies
+        assert model.generator.encoder is model.discriminator.encoder
     hf.export(model, tmp_path / "hf")
     disc, info_d = ElectraForPreTraining.from_pretrained(tmp_path / "hf" / "discriminator",
                                                          output_loading_info=True)
@@ -208,6 +212,27 @@ def test_convert_both_directions(tmp_path):
     assert_same_logits(Electra.from_pretrained(tmp_path / "ckpt").eval(), disc2, gen2)
     with pytest.raises(ValueError, match="direction"):
         hf.convert(tmp_path / "ckpt", tmp_path / "x", direction="sideways")
+
+
+def test_convert_command_both_directions(tmp_path, capsys):
+    from minielectra.cli import main
+    disc, gen = hf_pair("emb<hidden")
+    disc.save_pretrained(tmp_path / "d")
+    gen.save_pretrained(tmp_path / "g")
+    assert main(["convert", "--from-hf", str(tmp_path / "d"), "--generator", str(tmp_path / "g"),
+                 "--out", str(tmp_path / "ckpt")]) == 0
+    assert json.loads(capsys.readouterr().out)["direction"] == "from_hf"
+    assert_same_logits(Electra.from_pretrained(tmp_path / "ckpt").eval(), disc, gen)
+    assert main(["convert", "--to-hf", str(tmp_path / "ckpt"), "--out", str(tmp_path / "hf")]) == 0
+    assert json.loads(capsys.readouterr().out)["out"] == str(tmp_path / "hf")
+    assert_same_logits(Electra.from_pretrained(tmp_path / "ckpt").eval(),
+                       ElectraForPreTraining.from_pretrained(tmp_path / "hf" / "discriminator"),
+                       ElectraForMaskedLM.from_pretrained(tmp_path / "hf" / "generator"))
+    # --generator belongs to --from-hf: one line on stderr, exit code 2, nothing written
+    assert main(["convert", "--to-hf", str(tmp_path / "ckpt"), "--generator", str(tmp_path / "g"),
+                 "--out", str(tmp_path / "x")]) == 2
+    assert "generator= is only for" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 def test_vocab_travels_and_sets_special_ids(tmp_path):
