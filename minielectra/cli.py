@@ -51,7 +51,8 @@ def cmd_finetune(args) -> dict:
 
 def cmd_glue(args) -> dict:
     from .finetune import run_glue
-    result = run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, out=args.out,
+    result = run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
+                      out=args.out,
                       overrides=args.set, max_train_examples=args.max_train_examples)
     print(result["table"], file=sys.stderr)  # for people; stdout stays one JSON document
     return result
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("glue", help="fine-tune on several GLUE tasks, paper-style table")
     p.add_argument("--checkpoint", required=True, help=ckpt_help)
     p.add_argument("--tasks", nargs="+")
+    p.add_argument("--seed", type=int, default=0, help="the first run's seed (then +1, +2...)")
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs)")
     p.add_argument("--out")

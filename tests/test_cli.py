@@ -101,6 +101,19 @@ def test_finetune_seeds_report_the_median_run(capsys, run_dir, slices, tmp_path)
     assert not list((tmp_path / "mrpc").glob("seed-*"))  # the other runs' models are not kept
 
 
+def test_glue_seed_gives_finetunes_runs(capsys, run_dir, slices):
+    """``glue --seed 5 --seeds 2`` runs each task exactly as ``finetune --seed 5 --seeds 2``."""
+    common = ["--checkpoint", run_dir, "--max-train-examples", 16, "--seeds", 2, "--seed", 5,
+              *FAST]
+    code, g, _ = run_cli(capsys, "glue", "--tasks", "rte", *common)
+    assert code == 0
+    code, f, _ = run_cli(capsys, "finetune", "--task", "rte", *common)
+    assert code == 0 and f["seeds"] == [5, 6] and g["tasks"]["rte"]["seeds"] == [5, 6]
+    assert g["scores"]["rte"] == f["score"]
+    assert [r["final_train_loss"] for r in g["tasks"]["rte"]["runs"]] == \
+        [r["final_train_loss"] for r in f["runs"]]  # the same runs, not just the same score
+
+
 def test_finetune_without_data_names_the_files(capsys, run_dir, slices):
     code, _, err = run_cli(capsys, "finetune", "--checkpoint", run_dir, "--task", "qqp")
     assert code == 2 and "QQP/train.tsv" in err and "QQP/train.tsv.gz" in err
