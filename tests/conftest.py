@@ -49,3 +49,17 @@ def glue_slice_dir(data_dir, tmp_path_factory) -> Path:
         else:
             dst.with_suffix("").write_bytes(keep)
     return root
+
+
+@pytest.fixture
+def tiny_model_config():
+    """A factory of one-layer ModelConfigs (vocab 50, width 16), keyword overrides allowed."""
+    from minielectra.config import ModelConfig
+
+    def make(**kw) -> ModelConfig:
+        base = dict(vocab_size=50, embedding_size=8, hidden_size=16, num_layers=1, num_heads=2,
+                    intermediate_size=32, max_position_embeddings=32, generator_size=0.5,
+                    pad_token_id=0, cls_token_id=2, sep_token_id=3, mask_token_id=4)
+        base.update(kw)
+        return ModelConfig(**base)
+    return make

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from minielectra.config import ModelConfig, TrainConfig
+from minielectra.config import TrainConfig
 from minielectra.electra import Electra
 from minielectra.optim import (AdamWeightDecay, build_optimizer, load_optimizer_state,
                                lr_at, official_adam_hparams, param_groups)
@@ -112,17 +112,9 @@ def test_rescaled_adamw_is_the_uncorrected_update(fused):
     torch.testing.assert_close(got[0], want[0], rtol=1e-10, atol=1e-10)
 
 
-def tiny_model_config(**kw) -> ModelConfig:
-    base = dict(vocab_size=50, embedding_size=8, hidden_size=16, num_layers=1, num_heads=2,
-                intermediate_size=32, max_position_embeddings=32, generator_size=0.5,
-                pad_token_id=0, cls_token_id=2, sep_token_id=3, mask_token_id=4)
-    base.update(kw)
-    return ModelConfig(**base)
-
-
 
 @pytest.mark.parametrize("tying", ["embeddings", "all", "none"])
-def test_weight_decay_excludes_layernorm_and_bias_and_counts_shared_once(tying):
+def test_weight_decay_excludes_layernorm_and_bias_and_counts_shared_once(tying, tiny_model_config):
     model = Electra(tiny_model_config(tying=tying, generator_size=1.0 if tying == "all" else 0.5))
     decay, no_decay = param_groups(model, 0.01)
     all_ids = [id(p) for g in (decay, no_decay) for p in g["params"]]
@@ -142,7 +134,7 @@ def test_weight_decay_excludes_layernorm_and_bias_and_counts_shared_once(tying):
     assert sum(p is word for p in decay["params"]) == 1
 
 
-def test_decay_is_not_applied_to_excluded_parameters():
+def test_decay_is_not_applied_to_excluded_parameters(tiny_model_config):
     """With a zero gradient only the decay moves a weight: decayed ones shrink, others stay."""
     model = Electra(tiny_model_config())
     opt = build_optimizer(model, TrainConfig(learning_rate=0.1, weight_decay=0.5),

@@ -14,19 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from minielectra.config import ModelConfig, RunConfig, apply_overrides, preset
+from minielectra.config import RunConfig, apply_overrides, preset
 from minielectra.electra import Electra
 from minielectra.train import (TrainingDiverged, latest_checkpoint, list_checkpoints, lr_at,
                                milestone_steps, pretrain, prune_checkpoints, save_checkpoint,
                                train_step)
-
-
-def tiny_model_config(**kw) -> ModelConfig:
-    base = dict(vocab_size=50, embedding_size=8, hidden_size=16, num_layers=1, num_heads=2,
-                intermediate_size=32, max_position_embeddings=32, generator_size=0.5,
-                pad_token_id=0, cls_token_id=2, sep_token_id=3, mask_token_id=4)
-    base.update(kw)
-    return ModelConfig(**base)
 
 
 # ------------------------------------------------------------------- tiny end-to-end runs
@@ -236,18 +228,18 @@ def test_tokens_per_s_leaves_out_evaluation_and_checkpoint_time(corpus_file, cac
 # --------------------------------------------------------------------------- checkpoints
 
 
-def _tiny_model_and_cfg(tmp_path):
+def _tiny_model_and_cfg(tmp_path, tiny_model_config):
     cfg = RunConfig()
     cfg.model = tiny_model_config()
     cfg.train.out_dir = str(tmp_path)
     return Electra(cfg.model), cfg
 
 
-def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
+def test_checkpoint_write_is_atomic(tmp_path, monkeypatch, tiny_model_config):
     """A crash in the middle of writing leaves the previous checkpoints intact and no new one."""
     import minielectra.checkpoint as ck
 
-    model, cfg = _tiny_model_and_cfg(tmp_path)
+    model, cfg = _tiny_model_and_cfg(tmp_path, tiny_model_config)
     good = save_checkpoint(tmp_path, 1, model, {"step": 1}, cfg)
     with torch.no_grad():
         for p in model.parameters():
@@ -277,8 +269,8 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_0000001"]
 
 
-def test_keep_last_k_plus_milestones(tmp_path):
-    model, cfg = _tiny_model_and_cfg(tmp_path)
+def test_keep_last_k_plus_milestones(tmp_path, tiny_model_config):
+    model, cfg = _tiny_model_and_cfg(tmp_path, tiny_model_config)
     t = cfg.train
     t.max_steps, t.keep_last, t.milestones = 32, 2, (0.0625, 0.125, 0.25, 0.5)
     assert milestone_steps(t) == {2, 4, 8, 16, 32}
@@ -334,7 +326,7 @@ def test_nan_is_found_at_the_next_check_and_nothing_is_saved_after_it(corpus_fil
     assert [s for s, _ in list_checkpoints(out)] == [3]
 
 
-def test_train_step_reads_no_value_from_the_device(monkeypatch):
+def test_train_step_reads_no_value_from_the_device(monkeypatch, tiny_model_config):
     """Reading a tensor's value on the host (item, bool, float, tolist) makes the CPU wait for the
     GPU to finish; train_step leaves even the NaN check to the loop. Any such read fails here."""
     from minielectra.config import TrainConfig
