@@ -52,8 +52,8 @@ def cmd_finetune(args) -> dict:
 def cmd_glue(args) -> dict:
     from .finetune import run_glue
     result = run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
-                      out=args.out,
-                      overrides=args.set, max_train_examples=args.max_train_examples)
+                      out=args.out, overrides=args.set,
+                      max_train_examples=args.max_train_examples)
     print(result["table"], file=sys.stderr)  # for people; stdout stays one JSON document
     return result
 
