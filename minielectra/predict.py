@@ -110,13 +110,18 @@ def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
 
 def read_pairs(path: str | Path) -> list[Pair]:
     """A file of inputs, one a line: sentence A, or A, a tab, and B. Read with ``QUOTE_NONE``,
-    as the GLUE files are (a stray quote is text, not a field delimiter); blank lines skipped."""
+    as the GLUE files are (a stray quote is text, not a field delimiter); blank lines skipped.
+    A file with no input, or a line with more than two fields, is refused naming the file (and
+    the 1-based line numbers)."""
     with open(path, encoding="utf-8-sig", newline="") as f:
-        rows = [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if any(r)]
-    bad = [i for i, r in enumerate(rows) if len(r) > 2]
+        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        rows = [(reader.line_num, r) for r in reader if any(r)]
+    bad = [line for line, r in rows if len(r) > 2]
     if bad:
         raise ValueError(f"{path}: line(s) {bad[:5]} have more than two tab-separated fields")
-    return [(r[0], r[1] if len(r) == 2 else None) for r in rows]
+    if not rows:
+        raise ValueError(f"{path}: no input in the file (one sentence, or A<TAB>B, a line)")
+    return [(r[0], r[1] if len(r) == 2 else None) for _, r in rows]
 
 
 def run_predict(model: str | Path, pairs: Sequence[str | Pair]) -> dict[str, Any]:

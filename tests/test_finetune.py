@@ -434,3 +434,15 @@ def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_
                     progress=False, overrides=FAST + ["finetune.epochs=1"])
     assert calls == {"resolve": 1, "load": 1}  # two tasks, two seeds each: one load
     assert s["checkpoint"] == s["tasks"]["cola"]["checkpoint"] == str(tmp_path / "ckpt")
+
+
+def test_read_pairs_names_the_file_and_real_line_numbers(tmp_path):
+    f = tmp_path / "inputs.tsv"
+    f.write_text("one\n\ntwo\tthree\n\na\tb\tc\n")  # the bad row is on line 5, after blanks
+    with pytest.raises(ValueError, match=r"inputs\.tsv: line\(s\) \[5\]"):
+        pr.read_pairs(f)
+    f.write_text("\n\n")
+    with pytest.raises(ValueError, match=r"inputs\.tsv: no input"):
+        pr.read_pairs(f)
+    f.write_text("one\n\ntwo\tthree\n")
+    assert pr.read_pairs(f) == [("one", None), ("two", "three")]
