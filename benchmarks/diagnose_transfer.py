@@ -109,6 +109,8 @@ def main() -> None:
         result["linear_probe_dev_accuracy"] = {"train_examples": len(data.train), **probes}
 
     # Swapped halves: build the classifier from scratch, then copy in one pre-trained half.
+    # finetune() takes no model-builder argument (the library needs none), so this diagnostic
+    # swaps the module's builder for its own runs and restores it after.
     build = ft.build_classifier
     source = pretrained.discriminator.encoder
     swaps = {}
