@@ -17,20 +17,15 @@ when it exists), else the Hugging Face hub.
 
 from __future__ import annotations
 
+import _env  # noqa: F401  (first: sets OMP_WAIT_POLICY and the data dir before torch)
+
+import argparse
+import json
 import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (see __init__)
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-if "MINIELECTRA_DATA_DIR" not in os.environ and (REPO.parent / "shared" / "data").is_dir():
-    os.environ["MINIELECTRA_DATA_DIR"] = str(REPO.parent / "shared" / "data")
+import platform
+import tempfile
+import time
+from pathlib import Path
 
 
 def main() -> None:

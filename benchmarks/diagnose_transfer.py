@@ -19,19 +19,13 @@ Prints one JSON document. The data directory is ``MINIELECTRA_DATA_DIR`` (defaul
 
 from __future__ import annotations
 
-import os
+import _env  # noqa: F401  (first: sets OMP_WAIT_POLICY and the data dir before torch)
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (see __init__)
-
-import argparse  # noqa: E402
-import dataclasses  # noqa: E402
-import json  # noqa: E402
-import tempfile  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-if "MINIELECTRA_DATA_DIR" not in os.environ and (REPO.parent / "shared" / "data").is_dir():
-    os.environ["MINIELECTRA_DATA_DIR"] = str(REPO.parent / "shared" / "data")
+import argparse
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
 
 
 def effective_rank(weight) -> float:
