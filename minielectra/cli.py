@@ -52,7 +52,7 @@ def cmd_finetune(args) -> dict:
 def cmd_glue(args) -> dict:
     from .finetune import run_glue
     result = run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
-                      out=args.out, overrides=args.set,
+                      out=args.out, overrides=args.set, save_models=args.save_models,
                       max_train_examples=args.max_train_examples)
     print(result["table"], file=sys.stderr)  # for people; stdout stays one JSON document
     return result
@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs)")
     p.add_argument("--out")
+    p.add_argument("--save-models", action="store_true",
+                   help="with --out: keep each task's median model in OUT/TASK (for predict)")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_glue)
 

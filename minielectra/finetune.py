@@ -17,7 +17,8 @@ Paper section 3.1 and appendix Table 7; official code: google-research/electra
   ``run_finetuning.py`` does (``tf.reduce_sum``); ``loss_reduction="mean"`` averages instead.
 - **Data**: batch 32, length 128 (longest-first truncation), 3 epochs (10 for RTE and STS-B);
   STS-B is regression on ``label / 5``; MRPC and STS-B training sets are doubled with the two
-  segments swapped.
+  segments swapped. Each epoch is a fresh permutation; ``shuffle_buffer=100`` reproduces the
+  official stream instead (shuffled once, repeated, read through a 100-example buffer).
 - **Protocol**: the paper reports the median dev score over 10 runs (``seeds``); we keep the
   median *run*, so its score, other metrics and saved model belong together.
 
@@ -30,6 +31,7 @@ Axis letters: b batch, n sequence, d width, c classes.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import shutil
@@ -77,6 +79,11 @@ class FinetuneConfig:
     # pre-training used); None keeps the checkpoint's own values.
     encoder_dropout: float | None = 0.1
     double_unordered: bool = True  # official name: MRPC and STS-B doubled with A, B swapped
+    # 0: a fresh permutation of the training set every epoch. N > 0: the official input pipeline
+    # (finetune/preprocessing.py): the set shuffled once, padded with loss-free dummies to a
+    # multiple of the batch, repeated, and drawn through an N-example shuffle buffer (the
+    # official N is 100), so epochs overlap and an example may be seen twice in a row.
+    shuffle_buffer: int = 0
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_eps: float = 1e-6
@@ -105,6 +112,9 @@ class FinetuneConfig:
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError(f"finetune.warmup_fraction must be in [0, 1), got "
                              f"{self.warmup_fraction}")
+        if self.shuffle_buffer < 0:
+            raise ValueError(f"finetune.shuffle_buffer must be >= 0 (0 = reshuffle each epoch), "
+                             f"got {self.shuffle_buffer}")
         if self.epochs < 0:
             raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
         if self.schedule not in ("official", "linear"):
@@ -276,18 +286,45 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def batch_order(n: int, batch_size: int, epochs: int, gen: torch.Generator, *,
+                shuffle_buffer: int = 0) -> list[torch.Tensor]:
+    """The training examples of every step: ``ceil(n / batch_size) * epochs`` index tensors.
+
+    ``shuffle_buffer=0``: each epoch a fresh permutation split into batches, the last one smaller.
+    ``shuffle_buffer=N``: the official stream. The set is shuffled once and padded with dummy
+    slots to a multiple of the batch (their loss is zero there, so we simply drop them: a batch
+    may come out smaller, or, for a set much smaller than a batch, empty), repeated without end
+    and read through a ``tf.data`` shuffle buffer: hold ``N`` elements, emit a uniformly chosen
+    one, put the next input element in its place.
+    """
+    steps = math.ceil(n / batch_size)
+    if shuffle_buffer == 0:
+        return [idx for _ in range(epochs)
+                for idx in torch.randperm(n, generator=gen).split(batch_size)]
+    once = torch.randperm(n, generator=gen).tolist() + [-1] * (steps * batch_size - n)
+    stream = itertools.cycle(once)
+    buffer = list(itertools.islice(stream, shuffle_buffer))
+    picks = torch.randint(shuffle_buffer, (steps * epochs * batch_size,), generator=gen).tolist()
+    out = []
+    for j in picks:
+        out.append(buffer[j])
+        buffer[j] = next(stream)
+    batches = torch.tensor(out).view(-1, batch_size)
+    return [b[b >= 0] for b in batches]
+
+
 def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg: FinetuneConfig,
                      *, seed: int, pad_id: int, progress: bool = True) -> dict[str, Any]:
     """The recipe's optimisation loop; data order from a generator seeded with ``seed``."""
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
-    n, bs = len(data.train), cfg.batch_size
     epochs = cfg.epochs or task.epochs
     # The official preprocessing pads the training set to a multiple of the batch with dummy
     # examples whose loss is zeroed, so it also takes ceil(n / bs) steps an epoch; with the summed
     # loss our smaller last batch is exactly such a padded batch (a mean would up-weight it).
-    # Unlike it we shuffle fully each epoch (it repeats the data through a 100-example buffer).
-    total = math.ceil(n / bs) * epochs
+    order = batch_order(len(data.train), cfg.batch_size, epochs, gen,
+                        shuffle_buffer=cfg.shuffle_buffer)
+    total = len(order)
     warmup = int(cfg.warmup_fraction * total)
     opt = AdamWeightDecay(layerwise_param_groups(model, cfg), lr=cfg.learning_rate,
                           betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
@@ -296,25 +333,25 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
     labels = torch.tensor(data.train_labels,
                           dtype=torch.float32 if task.is_regression else torch.long)
     model.train()
-    losses, step = [], 0
+    losses = []
     with tqdm(total=total, desc=f"{task.name} seed {seed}", disable=not progress) as bar:
-        for _ in range(epochs):
-            for idx in torch.randperm(n, generator=gen).split(bs):
-                batch = {k: v.to(device) for k, v in
-                         collate([data.train[i] for i in idx], pad_id).items()}
-                for group, peak in zip(opt.param_groups, peaks):
-                    group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
-                loss = task_loss(task, model(**batch), labels[idx].to(device),
-                                 reduction=cfg.loss_reduction)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.grad_clip > 0:
-                    nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                opt.step()
-                losses.append(loss.item() / (len(idx) if cfg.loss_reduction == "sum" else 1))
-                step += 1
-                bar.update()
-                bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", refresh=False)
+        for step, idx in enumerate(order):
+            bar.update()
+            if len(idx) == 0:  # all dummies (official stream, a set smaller than a batch)
+                continue
+            batch = {k: v.to(device) for k, v in
+                     collate([data.train[i] for i in idx], pad_id).items()}
+            for group, peak in zip(opt.param_groups, peaks):
+                group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
+            loss = task_loss(task, model(**batch), labels[idx].to(device),
+                             reduction=cfg.loss_reduction)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip > 0:
+                nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            losses.append(loss.item() / (len(idx) if cfg.loss_reduction == "sum" else 1))
+            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", refresh=False)
     return {"epochs": epochs, "steps": total, "warmup_steps": warmup,
             "final_train_loss": float(np.mean(losses[-20:]))}
 
@@ -508,8 +545,11 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
 
     A task whose data is absent is skipped and listed (``skip_missing``), so an offline data dir
     without MNLI/QQP still yields the other columns; the GLUE average is then marked partial.
-    With ``out``: ``glue.json``, ``glue.md`` and one folder per task.
+    With ``out``: ``glue.json``, ``glue.md`` and one folder per task, holding its
+    ``result.json`` and, with ``save_models``, the median run's model (``predict --model``).
     """
+    if save_models and out is None:
+        raise ValueError("save_models needs out: the folder the fine-tuned models go to")
     names = [glue.get_task(t).name for t in (tasks or glue.GLUE_TASKS)]
     cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
     pretrained, source = open_checkpoint(checkpoint)  # once for all tasks

@@ -114,6 +114,25 @@ def test_glue_seed_gives_finetunes_runs(capsys, run_dir, slices):
         [r["final_train_loss"] for r in f["runs"]]  # the same runs, not just the same score
 
 
+def test_glue_save_models_keeps_each_tasks_median_model(capsys, run_dir, slices, tmp_path):
+    code, g, _ = run_cli(capsys, "glue", "--checkpoint", run_dir, "--tasks", "rte", "sst2",
+                         "--max-train-examples", 16, "--seeds", 2, "--out", tmp_path / "g",
+                         "--save-models", *FAST)
+    assert code == 0
+    for task in ("rte", "sst2"):
+        folder = tmp_path / "g" / task
+        assert (folder / "model.safetensors").is_file() and not list(folder.glob("seed-*"))
+        preds, labels = dev_predictions(folder, task, slices)
+        acc = 100 * skm.accuracy_score(labels, [p["label_id"] for p in preds])
+        assert acc == pytest.approx(g["scores"][task], abs=1e-9)  # the median run's model
+    code, _, _ = run_cli(capsys, "glue", "--checkpoint", run_dir, "--tasks", "rte",
+                         "--max-train-examples", 16, "--out", tmp_path / "plain", *FAST)
+    assert code == 0 and not (tmp_path / "plain" / "rte" / "model.safetensors").exists()
+    code, _, err = run_cli(capsys, "glue", "--checkpoint", run_dir, "--tasks", "rte",
+                           "--save-models", *FAST)
+    assert code == 2 and "save_models needs out" in err
+
+
 def test_finetune_without_data_names_the_files(capsys, run_dir, slices):
     code, _, err = run_cli(capsys, "finetune", "--checkpoint", run_dir, "--task", "qqp")
     assert code == 2 and "QQP/train.tsv" in err and "QQP/train.tsv.gz" in err

@@ -184,6 +184,49 @@ def test_schedule_warmup_then_linear_decay():
     assert official[5] == pytest.approx(0.95 * 0.5) and official[50] == pytest.approx(0.5)
 
 
+
+def test_batch_order_reshuffles_every_epoch():
+    n, bs, epochs = 70, 32, 3
+    order = ft.batch_order(n, bs, epochs, torch.Generator().manual_seed(5))
+    assert [len(b) for b in order] == [32, 32, 6] * epochs  # ceil(70/32) steps, last one smaller
+    gen = torch.Generator().manual_seed(5)  # the same draws, one permutation an epoch
+    for e in range(epochs):
+        assert torch.equal(torch.cat(order[3 * e:3 * e + 3]), torch.randperm(n, generator=gen))
+
+
+def test_batch_order_official_stream_is_one_shuffle_read_through_a_buffer():
+    n, bs, epochs, size = 1000, 32, 3, 100
+    order = ft.batch_order(n, bs, epochs, torch.Generator().manual_seed(1), shuffle_buffer=size)
+    steps = math.ceil(n / bs)  # 32: the set padded to 1,024 with 24 loss-free dummies
+    assert len(order) == steps * epochs and all(len(b) <= bs for b in order)
+    flat = torch.cat(order)
+    assert n * epochs - size <= len(flat) <= steps * bs * epochs  # dummies dropped
+    # The output is the first (epochs x 1,024 + 100) stream elements minus the 100 left in the
+    # buffer, so every example is seen epochs times, give or take one (the epochs overlap).
+    counts = torch.bincount(flat, minlength=n)
+    assert counts.min() >= epochs - 1 and counts.max() <= epochs + 1
+    assert (counts != epochs).sum() <= 2 * size
+    # Read through a buffer of 100: the element emitted t-th entered the stream before position
+    # t + 100 of the once-shuffled set (its first draw), and it is not the set's order either.
+    once = torch.randperm(n, generator=torch.Generator().manual_seed(1))
+    where = torch.empty(n, dtype=torch.long)
+    where[once] = torch.arange(n)
+    first = torch.cat(order)[: n - size]
+    pos = where[first]
+    assert (pos < torch.arange(len(first)) + size).all()
+    assert (pos - torch.arange(len(first))).abs().float().mean() > size / 4
+
+
+def test_batch_order_buffer_of_one_repeats_the_single_shuffle():
+    # tf.data's shuffle(1) passes the stream through unchanged: the once-shuffled set, repeated.
+    order = ft.batch_order(64, 16, 2, torch.Generator().manual_seed(0), shuffle_buffer=1)
+    assert len(order) == 8 and torch.equal(torch.cat(order[:4]), torch.cat(order[4:]))
+    # A set smaller than a batch: mostly dummies; a batch may come out empty, never too long.
+    tiny = ft.batch_order(3, 32, 4, torch.Generator().manual_seed(0), shuffle_buffer=100)
+    assert len(tiny) == 4 and sum(len(b) for b in tiny) <= 4 * 32
+    assert set(torch.cat(tiny).tolist()) <= {0, 1, 2}
+
+
 # ------------------------------------------------------------------------------ end to end
 
 
@@ -231,6 +274,16 @@ def test_finetune_learns_and_is_deterministic(pretrained, toy_sst2, tmp_path):
     assert acc == pytest.approx(r["score"])
     assert preds[0]["label"] in ("negative", "positive")
     assert sum(preds[0]["probabilities"].values()) == pytest.approx(1.0)
+
+
+def test_official_shuffle_buffer_trains_the_same_number_of_steps(pretrained, toy_sst2):
+    overrides = FAST + ["finetune.epochs=4", "finetune.learning_rate=2e-3",
+                        "finetune.shuffle_buffer=100"]
+    r = ft.finetune(pretrained, "sst2", data_dir=toy_sst2, overrides=overrides, seed=3,
+                    progress=False)
+    assert r["runs"][0]["steps"] == 4 * math.ceil(256 / 32) and r["score"] >= 90.0, r
+    with pytest.raises(ValueError, match="shuffle_buffer"):
+        ft.apply_finetune_overrides(ft.FinetuneConfig(), ["finetune.shuffle_buffer=-1"])
 
 
 def test_seeds_give_the_median(pretrained, toy_sst2, tmp_path):
