@@ -2,7 +2,7 @@
 
 Learners should *see* the discriminator learn, so the ``nano`` and ``mini`` presets are tuned for
 AUC per minute on a 2-core CPU. This script measures that: it runs
-:func:`minielectra.train.pretrain` with periodic held-out evaluation and records
+:func:`minielectra.training.loop.pretrain` with periodic held-out evaluation and records
 ``(elapsed seconds, step, disc_auc, disc_auc_text, ...)`` from the run's ``metrics.jsonl``. The
 wall clock starts when ``pretrain`` is called, so data preparation and tokenizer training are
 included.
@@ -69,7 +69,7 @@ def read_curve(run_dir: Path) -> dict:
 def run(preset_name: str, runs_root: Path, *, minutes: float | None, eval_every: int | None,
         overrides: list[str]) -> dict:
     from minielectra.config import apply_overrides, preset
-    from minielectra.train import pretrain
+    from minielectra.training.loop import pretrain
 
     cfg = preset(preset_name)
     run_dir = runs_root / preset_name

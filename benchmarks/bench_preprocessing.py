@@ -3,7 +3,7 @@
 Both turn ``pretrain-en`` (about 14.6 MB of text) into official ELECTRA examples of 128 BERT
 uncased WordPiece tokens, from scratch (fresh caches), on the same machine, in the same run:
 
-- **minielectra**: :func:`minielectra.pretraining_data.build_dataset` (word-cached tokenisation,
+- **minielectra**: :func:`minielectra.data.dataset.build_dataset` (word-cached tokenisation,
   chunks of documents in ``--workers`` processes, memory-mapped ``.npy`` output).
 - **baseline**: what one writes with the Hugging Face stack: ``load_dataset("text")``, a batched
   ``Dataset.map`` that calls the same Rust WordPiece tokenizer (``tokenizers``, its fastest
@@ -33,9 +33,9 @@ import numpy as np
 
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # the "text" loader needs no network
 
-from minielectra.corpus import find_data_dir
-from minielectra.pretraining_data import build_dataset
-from minielectra.tokenizer import WordPieceTokenizer
+from minielectra.data.corpus import find_data_dir
+from minielectra.data.dataset import build_dataset
+from minielectra.data.tokenizer import WordPieceTokenizer
 
 MAX_LEN = 128
 

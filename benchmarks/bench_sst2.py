@@ -1,6 +1,6 @@
 """Does pre-training help? SST-2 from a pre-trained checkpoint vs the same recipe from random init.
 
-Both arms run :func:`minielectra.finetune.finetune` with the paper's recipe (lr 3e-4, layer-wise
+Both arms run :func:`minielectra.tasks.finetune.finetune` with the paper's recipe (lr 3e-4, layer-wise
 decay 0.8, batch 32, 3 epochs, warmup 10%) on the same fixed random subset of the SST-2 training
 set, scored on the full dev set, in the same process one after the other. The random arm is the
 same architecture and tokenizer with freshly initialised weights (``finetune.from_scratch=true``).
@@ -58,7 +58,7 @@ def main() -> None:
 
     import torch
 
-    from minielectra.finetune import finetune, open_checkpoint
+    from minielectra.tasks.finetune import finetune, open_checkpoint
 
     # Resolved (a run dir's latest checkpoint, 'bundled') and loaded once for all runs.
     pretrained, checkpoint = open_checkpoint(args.checkpoint)

@@ -4,7 +4,7 @@ The reference is what one writes with transformers' modules: ElectraForMaskedLM 
 (vocabulary logits at every position, then the masked ones picked out), ElectraForPreTraining as
 the discriminator, embeddings tied by assignment, the same masking, Gumbel-max sampling, loss
 weights and metrics. Both sides then go through the *same* training code,
-:func:`minielectra.train.train_step` with the official optimiser (:func:`minielectra.optim.
+:func:`minielectra.training.step.train_step` with the official optimiser (:func:`minielectra.training.optim.
 build_optimizer`: AdamWeightDecay on CPU, fused AdamW on a GPU), the schedule, clipping,
 precision (autocast, fp16 scaler) and ``torch.compile`` as ``minielectra pretrain`` uses them. So
 the ratio measures the models, not two different loops. They run alternately in one process on
@@ -33,9 +33,11 @@ import torch
 import torch.nn.functional as F
 
 from minielectra.config import apply_overrides, preset
-from minielectra.electra import Electra, _metrics, gumbel_max_sample, mask_tokens, replace_tokens
-from minielectra.optim import build_optimizer, lr_at, set_lr
-from minielectra.train import resolve_device, train_step
+from minielectra.model.electra import (Electra, _metrics, gumbel_max_sample, mask_tokens,
+                                       replace_tokens)
+from minielectra.training.device import resolve_device
+from minielectra.training.optim import build_optimizer, lr_at, set_lr
+from minielectra.training.step import train_step
 
 
 class HFElectra(torch.nn.Module):
@@ -154,7 +156,7 @@ def main(argv=None) -> int:
     med = {k: statistics.median(v) for k, v in rates.items()}
     command = " ".join(sys.argv[1:] if argv is None else argv) or "--preset nano"
     result = {
-        "benchmark": "training steps/s, ELECTRA objective, minielectra.train.train_step",
+        "benchmark": "training steps/s, ELECTRA objective, minielectra.training.step.train_step",
         "preset": args.preset, "batch": [b, n], "device": device.type, "command": command,
         "device_name": (torch.cuda.get_device_name() if device.type == "cuda"
                         else platform.processor() or platform.machine()),

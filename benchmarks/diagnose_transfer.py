@@ -39,7 +39,7 @@ def pooled_features(encoder, encoded, pad_id: int) -> dict:
     """``{name: (N, d) array}`` for the three frozen views of each input."""
     import torch
 
-    from minielectra.finetune import collate
+    from minielectra.tasks.classifier import collate
     out = {"cls": [], "mean_tokens": [], "mean_input_embeddings": []}
     with torch.no_grad():
         for i in range(0, len(encoded), 256):
@@ -69,14 +69,15 @@ def main() -> None:
     import torch
     from sklearn.linear_model import LogisticRegression
 
-    from minielectra import finetune as ft
-    from minielectra.electra import Electra
-    from minielectra.glue import get_task
+    from minielectra.model.electra import Electra
+    from minielectra.tasks import classifier
+    from minielectra.tasks import finetune as ft
+    from minielectra.tasks.glue import get_task
 
     torch.set_num_threads(args.threads)
     pretrained, checkpoint = ft.open_checkpoint(args.checkpoint)
     task = get_task(args.task)
-    tokenizer = ft.get_tokenizer(pretrained, ft.FinetuneConfig())
+    tokenizer = ft.get_tokenizer(pretrained, classifier.FinetuneConfig())
     result = {"benchmark": "transfer_diagnostics", "checkpoint": checkpoint, "task": args.task}
 
     torch.manual_seed(0)
@@ -89,7 +90,7 @@ def main() -> None:
             random_model.discriminator.encoder.embeddings.word.weight.detach()), 1)}
 
     if not task.is_regression:
-        data = ft.prepare_data(task, tokenizer, ft.FinetuneConfig(),
+        data = ft.prepare_data(task, tokenizer, classifier.FinetuneConfig(),
                                max_train_examples=args.probe_examples)
         probes = {}
         for arm, model in (("pretrained", pretrained), ("random_init", random_model)):
@@ -105,7 +106,7 @@ def main() -> None:
     # Swapped halves: build the classifier from scratch, then copy in one pre-trained half.
     # finetune() takes no model-builder argument (the library needs none), so this diagnostic
     # swaps the module's builder for its own runs and restores it after.
-    build = ft.build_classifier
+    build = classifier.build_classifier
     source = pretrained.discriminator.encoder
     swaps = {}
     for half in ("emb", "layers"):
@@ -116,7 +117,7 @@ def main() -> None:
             else:
                 model.encoder.layers.load_state_dict(source.layers.state_dict())
             return model
-        ft.build_classifier = build_swapped
+        ft.build_classifier = build_swapped  # where _run_one looks it up
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 r = ft.finetune(pretrained, args.task, max_train_examples=args.train_examples,

@@ -13,7 +13,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .config import (DataConfig, ModelConfig, ObjectiveConfig, RunConfig, TrainConfig,
                      apply_overrides, preset, PRESETS)
-from .electra import Discriminator, Electra, ElectraOutput, Generator
+from .model.electra import Discriminator, Electra, ElectraOutput, Generator
 
 ElectraConfig = ModelConfig  # the public name of the model's shape
 

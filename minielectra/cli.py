@@ -3,12 +3,12 @@
 ==========  ===============================================  =================================
 command     library function                                 prints
 ==========  ===============================================  =================================
-pretrain    :func:`minielectra.train.pretrain`                held-out metrics, checkpoint path
-evaluate    :func:`minielectra.evaluate.evaluate`             JSON metrics
-finetune    :func:`minielectra.finetune.finetune`             JSON score(s)
-glue        :func:`minielectra.finetune.run_glue`             JSON (table on stderr)
-predict     :func:`minielectra.predict.run_predict`           JSON predictions
-convert     :func:`minielectra.hf.convert`                    the output directory
+pretrain    :func:`minielectra.training.loop.pretrain`       held-out metrics, checkpoint path
+evaluate    :func:`minielectra.training.evaluate.evaluate`   JSON metrics
+finetune    :func:`minielectra.tasks.finetune.finetune`      JSON score(s)
+glue        :func:`minielectra.tasks.suite.run_glue`         JSON (table on stderr)
+predict     :func:`minielectra.tasks.predict.run_predict`    JSON predictions
+convert     :func:`minielectra.model.convert.convert`        the output directory
 ==========  ===============================================  =================================
 """
 
@@ -34,23 +34,23 @@ def pretrain_config(args: argparse.Namespace):
 
 
 def cmd_pretrain(args) -> dict:
-    from .train import pretrain
+    from .training.loop import pretrain
     return pretrain(pretrain_config(args), resume=args.resume)
 
 
 def cmd_evaluate(args) -> dict:
-    from .evaluate import evaluate
+    from .training.evaluate import evaluate
     return evaluate(args.checkpoint, corpus=args.corpus, max_examples=args.max_examples)
 
 
 def cmd_finetune(args) -> dict:
-    from .finetune import finetune
+    from .tasks.finetune import finetune
     return finetune(args.checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
                     overrides=args.set, max_train_examples=args.max_train_examples)
 
 
 def cmd_glue(args) -> dict:
-    from .finetune import run_glue
+    from .tasks.suite import run_glue
     result = run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
                       out=args.out, overrides=args.set, save_models=args.save_models,
                       max_train_examples=args.max_train_examples)
@@ -59,7 +59,7 @@ def cmd_glue(args) -> dict:
 
 
 def cmd_predict(args) -> dict:
-    from .predict import read_pairs, run_predict
+    from .tasks.predict import read_pairs, run_predict
     if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
         raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (one input a line, "
                          "A<TAB>B for pairs)")
@@ -68,7 +68,7 @@ def cmd_predict(args) -> dict:
 
 
 def cmd_convert(args) -> dict:
-    from .hf import convert
+    from .model.convert import convert
     direction = "from_hf" if args.from_hf else "to_hf"
     out = convert(args.from_hf or args.to_hf, args.out, direction=direction,
                   generator=args.generator)

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from minielectra.attention import MultiHeadAttention, padding_mask
+from minielectra.model.attention import MultiHeadAttention, padding_mask
 
 
 def naive_attention(mha: MultiHeadAttention, x: torch.Tensor, attention_mask=None) -> torch.Tensor:

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from minielectra import Electra
-from minielectra.checkpoint import BUNDLED, resolve_bundled
-from minielectra.corpus import find_data_dir
-from minielectra.evaluate import evaluate, resolve_checkpoint
+from minielectra.data.corpus import find_data_dir
+from minielectra.model.storage import BUNDLED, resolve_bundled
+from minielectra.training.checkpoints import resolve_checkpoint
+from minielectra.training.evaluate import evaluate
 
 CARD = BUNDLED / "MODEL_CARD.md"
 

@@ -8,8 +8,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from minielectra import Electra, ModelConfig, ObjectiveConfig
-from minielectra import checkpoint
-from minielectra.checkpoint import CheckpointError, load_pretrained, save_pretrained
+from minielectra.model import checkpoint as model_checkpoint
+from minielectra.model import storage as model_storage
+from minielectra.model.checkpoint import save_pretrained
+from minielectra.model.storage import CheckpointError
 
 TYINGS = ["none", "embeddings", "all"]
 
@@ -71,7 +73,7 @@ def test_config_json_layout_and_unknown_top_level_keys(tmp_path):
     assert config["model"]["hidden_size"] == 32 and config["objective"]["disc_weight"] == 30.0
     config["run"] = {"anything": 1}  # e.g. what a training run adds: ignored
     (tmp_path / "ckpt" / "config.json").write_text(json.dumps(config))
-    assert load_pretrained(tmp_path / "ckpt").config == model.config
+    assert Electra.from_pretrained(tmp_path / "ckpt").config == model.config
 
 
 def test_bad_config_is_an_error(tmp_path):
@@ -80,13 +82,13 @@ def test_bad_config_is_an_error(tmp_path):
     config = json.loads(path.read_text())
     path.write_text(json.dumps({**config, "version": 2}))
     with pytest.raises(CheckpointError, match="version 2"):
-        load_pretrained(tmp_path / "ckpt")
+        Electra.from_pretrained(tmp_path / "ckpt")
     config["model"]["hiden_size"] = 3
     path.write_text(json.dumps(config))
     with pytest.raises(KeyError, match="model.hiden_size"):
-        load_pretrained(tmp_path / "ckpt")
+        Electra.from_pretrained(tmp_path / "ckpt")
     with pytest.raises(CheckpointError, match="neither a minielectra checkpoint"):
-        load_pretrained(tmp_path)  # a directory that is no checkpoint
+        Electra.from_pretrained(tmp_path)  # a directory that is no checkpoint
 
 
 def _edit_weights(path, edit):
@@ -100,7 +102,7 @@ def test_wrong_shape_names_key_and_both_shapes(tmp_path):
     key = "discriminator.encoder.layers.1.ffn_in.weight"
     _edit_weights(tmp_path / "ckpt", lambda s: s.__setitem__(key, torch.zeros(65, 32)))
     with pytest.raises(CheckpointError) as e:
-        load_pretrained(tmp_path / "ckpt")
+        Electra.from_pretrained(tmp_path / "ckpt")
     assert f"shape mismatch for {key}: checkpoint (65, 32), model (64, 32)" in str(e.value)
 
 
@@ -112,7 +114,7 @@ def test_missing_and_extra_keys_are_listed(tmp_path):
         state["extra.w"] = torch.ones(3, 2)
     _edit_weights(tmp_path / "ckpt", edit)
     with pytest.raises(CheckpointError) as e:
-        load_pretrained(tmp_path / "ckpt")
+        Electra.from_pretrained(tmp_path / "ckpt")
     assert f"missing key {missing}: model (16)" in str(e.value)
     assert "unexpected key extra.w: checkpoint (3, 2)" in str(e.value)
 
@@ -126,7 +128,7 @@ def test_either_name_of_a_shared_tensor_loads(tmp_path):
     def rename(s):
         s[g] = s.pop(d)
     _edit_weights(tmp_path / "ckpt", rename)
-    loaded = load_pretrained(tmp_path / "ckpt")
+    loaded = Electra.from_pretrained(tmp_path / "ckpt")
     assert torch.equal(loaded.state_dict()[d], model.state_dict()[d])
 
 
@@ -143,33 +145,33 @@ def _crash_after_partial_write(model, filename, **kw):
 def test_crash_mid_write_keeps_previous_version(tmp_path, monkeypatch):
     old, new = tiny(seed=0), tiny(seed=1)
     save_pretrained(old, tmp_path / "ckpt")
-    monkeypatch.setattr(checkpoint, "save_model", _crash_after_partial_write)
+    monkeypatch.setattr(model_checkpoint, "save_model", _crash_after_partial_write)
     with pytest.raises(_Crash):
         save_pretrained(new, tmp_path / "ckpt")
     with pytest.raises(_Crash):
         save_pretrained(new, tmp_path / "fresh")
     assert not (tmp_path / "fresh").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]  # no temp dirs left behind
-    for x, y in zip(logits(old), logits(load_pretrained(tmp_path / "ckpt").eval())):
+    for x, y in zip(logits(old), logits(Electra.from_pretrained(tmp_path / "ckpt").eval())):
         torch.testing.assert_close(x, y, rtol=0, atol=0)
 
 
 def test_crash_while_swapping_restores_previous_version(tmp_path, monkeypatch):
     old, new = tiny(seed=0), tiny(seed=1)
     save_pretrained(old, tmp_path / "ckpt")
-    real_rename, calls = checkpoint.os.rename, []
+    real_rename, calls = model_storage.os.rename, []
 
     def rename(src, dst):  # the first rename moves the old dir aside; fail the second
         calls.append(dst)
         if len(calls) == 2:
             raise _Crash("simulated crash between the renames")
         real_rename(src, dst)
-    monkeypatch.setattr(checkpoint.os, "rename", rename)
+    monkeypatch.setattr(model_storage.os, "rename", rename)
     with pytest.raises(_Crash):
         save_pretrained(new, tmp_path / "ckpt")
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
-    for x, y in zip(logits(old), logits(load_pretrained(tmp_path / "ckpt").eval())):
+    for x, y in zip(logits(old), logits(Electra.from_pretrained(tmp_path / "ckpt").eval())):
         torch.testing.assert_close(x, y, rtol=0, atol=0)
 
 
@@ -180,18 +182,18 @@ def test_overwrite_replaces_whole_directory_and_extra_files(tmp_path):
     save_pretrained(new, tmp_path / "ckpt", extra_files={"run_config.json": b"{}"})
     assert not (tmp_path / "ckpt" / "stale.txt").exists()
     assert (tmp_path / "ckpt" / "run_config.json").read_bytes() == b"{}"
-    for x, y in zip(logits(new), logits(load_pretrained(tmp_path / "ckpt").eval())):
+    for x, y in zip(logits(new), logits(Electra.from_pretrained(tmp_path / "ckpt").eval())):
         torch.testing.assert_close(x, y, rtol=0, atol=0)
 
 
 def test_interrupted_swap_is_pointed_out(tmp_path):
     (tmp_path / ".ckpt.old-abc" / "checkpoint").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match=r"\.ckpt\.old-abc"):
-        load_pretrained(tmp_path / "ckpt")
+        Electra.from_pretrained(tmp_path / "ckpt")
 
 
 def _tokenizer():
-    tok = pytest.importorskip("minielectra.tokenizer")
+    tok = pytest.importorskip("minielectra.data.tokenizer")
     words = [f"w{i}" for i in range(95)]
     return tok.WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words)
 
@@ -201,7 +203,7 @@ def test_tokenizer_is_saved_and_reloaded(tmp_path):
     model.tokenizer = _tokenizer()
     save_pretrained(model, tmp_path / "ckpt")
     assert (tmp_path / "ckpt" / "vocab.txt").is_file()
-    loaded = load_pretrained(tmp_path / "ckpt")
+    loaded = Electra.from_pretrained(tmp_path / "ckpt")
     assert loaded.tokenizer.tokens == model.tokenizer.tokens
     assert loaded.tokenizer.encode("w3 w7") == model.tokenizer.encode("w3 w7")
 
@@ -209,6 +211,6 @@ def test_tokenizer_is_saved_and_reloaded(tmp_path):
 def test_missing_tokenizer_module_is_tolerated(tmp_path, monkeypatch, caplog):
     save_pretrained(tiny(), tmp_path / "ckpt")
     (tmp_path / "ckpt" / "vocab.txt").write_text("[PAD]\n[UNK]\n")
-    monkeypatch.setitem(sys.modules, "minielectra.tokenizer", None)  # import now fails
-    assert load_pretrained(tmp_path / "ckpt").tokenizer is None
+    monkeypatch.setitem(sys.modules, "minielectra.data.tokenizer", None)  # import now fails
+    assert Electra.from_pretrained(tmp_path / "ckpt").tokenizer is None
     assert "tokenizer cannot be imported" in caplog.text

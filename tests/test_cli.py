@@ -16,13 +16,15 @@ import pytest
 import torch
 from sklearn import metrics as skm
 
-from minielectra import glue
-from minielectra import predict as pr
 from minielectra.cli import main
 from minielectra.config import ModelConfig, RunConfig
-from minielectra.electra import Electra
-from minielectra.tokenizer import WordPieceTokenizer
-from minielectra.train import save_checkpoint
+from minielectra.data.tokenizer import WordPieceTokenizer
+from minielectra.model.electra import Electra
+from minielectra.tasks import glue
+from minielectra.tasks import metrics as glue_metrics
+from minielectra.tasks import predict as pr
+from minielectra.tasks import saved as saved_model
+from minielectra.training.checkpoints import save_checkpoint
 
 pytestmark = pytest.mark.integration
 
@@ -147,7 +149,7 @@ def test_every_task_name_runs_or_names_its_missing_files(capsys, run_dir, slices
     code, r, err = run_cli(capsys, "finetune", "--checkpoint", run_dir, "--task", task,
                            "--max-train-examples", 8, *FAST)
     if have:
-        assert code == 0 and r["task"] == task and r["metric"] == glue.METRIC_NAMES[t.metric]
+        assert code == 0 and r["task"] == task and r["metric"] == glue_metrics.METRIC_NAMES[t.metric]
         assert r["dev_examples"] == 40 and r["runs"][0]["epochs"] == 1
     else:  # QQP, MNLI (no files) and QNLI (dev only) in ../shared/data
         assert code == 2 and f"{t.folder}/" in err and "looked for" in err
@@ -184,7 +186,7 @@ def test_predict_scores_sentences_and_files(capsys, run_dir, slices, tmp_path):
                          "A man is playing a guitar.", "A person plays music.")
     assert code == 0 and p["task"] == "rte" and len(p["predictions"]) == 1
     # The probabilities are the softmax of the reloaded model's logits on [CLS] A [SEP] B [SEP].
-    ft = pr.load_finetuned(tmp_path / "rte")
+    ft = saved_model.load_finetuned(tmp_path / "rte")
     ids, types = ft.tokenizer.encode_pair("A man is playing a guitar.", "A person plays music.")
     with torch.no_grad():
         logits = ft.model(torch.tensor([ids]), token_type_ids=torch.tensor([types]))[0]

@@ -12,8 +12,11 @@ import types
 
 import pytest
 
-from minielectra import corpus as corpus_module
-from minielectra.corpus import Corpus, HubSpec, hub_documents, open_corpus, parse_hub_spec
+from minielectra.data import documents as data_documents
+from minielectra.data import hub as data_hub
+from minielectra.data.corpus import open_corpus
+from minielectra.data.documents import Corpus
+from minielectra.data.hub import HubSpec, hub_documents, parse_hub_spec
 
 OFFICIAL = "First sentence.\nSecond sentence.\n\nDoc two.\n  \n\n\nDoc three, line one.\nline two\n"
 DOCS = [["First sentence.", "Second sentence."], ["Doc two."], ["Doc three, line one.", "line two"]]
@@ -57,8 +60,8 @@ def test_block_reading_equals_reading_line_by_line(tmp_path, monkeypatch, block)
         elif doc:
             docs, doc = docs + [doc], []
     docs += [doc] if doc else []
-    original = corpus_module._line_blocks
-    monkeypatch.setattr(corpus_module, "_line_blocks", lambda f: original(f, size=block))
+    original = data_documents._line_blocks
+    monkeypatch.setattr(data_documents, "_line_blocks", lambda f: original(f, size=block))
     assert list(open_corpus(str(path)).documents()) == docs
 
 
@@ -162,7 +165,7 @@ def test_data_dir_answers_names_before_the_hub(tmp_path, monkeypatch, caplog):
     write(tmp_path / "data" / "pretrain-en" / "x.txt.gz", OFFICIAL)
     write(tmp_path / "data" / "wikitext-2-raw" / "wiki.valid.raw.gz", " = T = \n text . \n")
     monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr(corpus_module, "_hub_corpus", lambda *a, **k: pytest.fail("hub used"))
+    monkeypatch.setattr(data_hub, "_hub_corpus", lambda *a, **k: pytest.fail("hub used"))
     with caplog.at_level(logging.INFO, logger="minielectra"):
         assert list(open_corpus("pretrain-en").documents()) == DOCS
         assert list(open_corpus("wikitext-2").documents()) == [["T", "text ."]]
@@ -353,7 +356,7 @@ def endless_corpus(counter):
 
 
 def test_held_out_part_of_a_streamed_corpus_is_capped(monkeypatch, tmp_path):
-    monkeypatch.setattr(corpus_module, "STREAMED_HELD_OUT_SCAN", STREAMED_CAP)
+    monkeypatch.setattr(data_documents, "STREAMED_HELD_OUT_SCAN", STREAMED_CAP)
     read = [0]
     train, heldout = endless_corpus(read).split(0.05)
     held = list(heldout.documents())  # ends, although the stream does not

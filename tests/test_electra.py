@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from minielectra.config import ModelConfig, ObjectiveConfig, preset
-from minielectra.electra import (Electra, gumbel_max_sample, mask_tokens, max_predictions,
-                                 replace_tokens)
+from minielectra.model.electra import (Electra, gumbel_max_sample, mask_tokens, max_predictions,
+                                       replace_tokens)
 
 CLS, SEP, MASK, PAD = 2, 3, 4, 0
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from minielectra.config import apply_overrides, preset
-from minielectra.electra import Electra
-from minielectra.evaluate import evaluate, evaluate_model, heldout_batches, roc_auc
+from minielectra.model.electra import Electra
+from minielectra.training.evaluate import evaluate, evaluate_model, heldout_batches, roc_auc
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
@@ -53,7 +53,7 @@ WORDS = "alpha beta gamma delta eps zeta eta theta iota kappa lambda mu nu xi pi
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """A tiny trained run (3 steps) on a tiny corpus."""
-    from minielectra.train import pretrain
+    from minielectra.training.loop import pretrain
 
     rng = random.Random(1)
     root = tmp_path_factory.mktemp("eval")
@@ -92,7 +92,7 @@ def test_evaluate_prints_json_with_the_promised_keys(run_dir):
 
 
 def test_heldout_batches_keep_every_example_or_spread_a_subset(run_dir):
-    from minielectra.pretraining_data import build_dataset
+    from minielectra.data.dataset import build_dataset
     from minielectra.config import RunConfig
 
     out, trained = run_dir
@@ -117,7 +117,7 @@ def test_evaluate_model_metrics_match_their_definitions(run_dir):
     """Recompute every metric from one forward pass with the same seed, with scikit-learn."""
     out, trained = run_dir
     model = Electra.from_pretrained(trained["checkpoint"])
-    from minielectra.pretraining_data import build_dataset
+    from minielectra.data.dataset import build_dataset
     from minielectra.config import RunConfig
     cfg = RunConfig.load(out / "config.json")
     d = cfg.data

@@ -1,4 +1,4 @@
-"""GLUE fine-tuning (minielectra.finetune): the recipe's pieces against closed forms and
+"""GLUE fine-tuning (minielectra.tasks.finetune): the recipe's pieces against closed forms and
 references, then short end-to-end runs on tiny random models.
 
 End-to-end runs use either synthetic data written here or slices of the real GLUE files
@@ -15,12 +15,17 @@ import numpy as np
 import pytest
 import torch
 
-from minielectra import finetune as ft
-from minielectra import glue
-from minielectra import predict as pr
 from minielectra.config import ModelConfig
-from minielectra.electra import Electra
-from minielectra.tokenizer import WordPieceTokenizer
+from minielectra.data.tokenizer import WordPieceTokenizer
+from minielectra.model import checkpoint as model_checkpoint
+from minielectra.model import hf
+from minielectra.model.electra import Electra
+from minielectra.tasks import classifier
+from minielectra.tasks import finetune as ft
+from minielectra.tasks import glue
+from minielectra.tasks import predict as pr
+from minielectra.tasks import saved as saved_model
+from minielectra.tasks import suite as tasks_suite
 
 FAST = ["finetune.eval_batch_size=64"]
 
@@ -67,30 +72,30 @@ def pretrained(char_tokenizer):
 
 
 def test_overrides_are_typed_and_checked():
-    cfg = ft.apply_finetune_overrides(ft.FinetuneConfig(), [
+    cfg = classifier.apply_finetune_overrides(classifier.FinetuneConfig(), [
         "finetune.learning_rate=1e-4", "finetune.epochs=2", "finetune.encoder_dropout=none",
         "finetune.layerwise_decay_official=true", "finetune.schedule=linear"])
     assert (cfg.learning_rate, cfg.epochs, cfg.encoder_dropout) == (1e-4, 2, None)
     assert cfg.layerwise_decay_official and cfg.schedule == "linear"
     with pytest.raises(KeyError, match="finetune.learning_rate"):  # names the valid keys
-        ft.apply_finetune_overrides(ft.FinetuneConfig(), ["finetune.learnig_rate=1"])
+        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.learnig_rate=1"])
     with pytest.raises(KeyError):
-        ft.apply_finetune_overrides(ft.FinetuneConfig(), ["train.learning_rate=1"])
+        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["train.learning_rate=1"])
     with pytest.raises(ValueError, match="finetune.epochs expects int"):
-        ft.apply_finetune_overrides(ft.FinetuneConfig(), ["finetune.epochs=1.5"])
+        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.epochs=1.5"])
     with pytest.raises(ValueError, match="layerwise_decay"):
-        ft.apply_finetune_overrides(ft.FinetuneConfig(), ["finetune.layerwise_decay=0"])
+        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.layerwise_decay=0"])
 
 
 def test_defaults_are_the_papers():
-    c = ft.FinetuneConfig()
+    c = classifier.FinetuneConfig()
     assert (c.learning_rate, c.layerwise_decay, c.weight_decay, c.warmup_fraction) == \
         (3e-4, 0.8, 0.0, 0.1)
     assert (c.batch_size, c.max_seq_len, c.head_dropout, c.epochs) == (32, 128, 0.1, 0)
     assert c.double_unordered and not c.layerwise_decay_official and not c.bias_correction
     assert c.loss_reduction == "sum"  # run_finetuning.py: tf.reduce_sum over the batch
     with pytest.raises(ValueError, match="sum|mean"):
-        ft.apply_finetune_overrides(ft.FinetuneConfig(), ["finetune.loss_reduction=max"])
+        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.loss_reduction=max"])
 
 
 # ---------------------------------------------------------------------------- the classifier
@@ -98,7 +103,7 @@ def test_defaults_are_the_papers():
 
 def test_head_is_glorot_linear_on_cls(pretrained):
     torch.manual_seed(0)
-    model = ft.build_classifier(pretrained, glue.get_task("mnli"), ft.FinetuneConfig()).eval()
+    model = classifier.build_classifier(pretrained, glue.get_task("mnli"), classifier.FinetuneConfig()).eval()
     w = model.head.weight
     bound = math.sqrt(6 / (32 + 3))  # Glorot uniform, fan_in 32, fan_out 3
     assert w.shape == (3, 32) and w.abs().max() <= bound and w.abs().max() > 0.5 * bound
@@ -109,8 +114,8 @@ def test_head_is_glorot_linear_on_cls(pretrained):
 
 
 def test_classifier_copies_the_discriminator_encoder(pretrained):
-    cfg = ft.FinetuneConfig()
-    model = ft.build_classifier(pretrained, glue.get_task("sst2"), cfg)
+    cfg = classifier.FinetuneConfig()
+    model = classifier.build_classifier(pretrained, glue.get_task("sst2"), cfg)
     source = pretrained.discriminator.encoder.state_dict()
     for k, v in model.encoder.state_dict().items():
         torch.testing.assert_close(v, source[k], rtol=0, atol=0)
@@ -121,25 +126,25 @@ def test_classifier_copies_the_discriminator_encoder(pretrained):
     # The paper's fine-tuning dropout (0.1) replaces the checkpoint's unless told otherwise.
     p = [m.p for m in model.encoder.modules() if isinstance(m, torch.nn.Dropout)]
     assert p and set(p) == {0.1} and model.encoder.layers[0].attn.dropout == 0.1
-    keep = ft.build_classifier(pretrained, glue.get_task("sst2"),
+    keep = classifier.build_classifier(pretrained, glue.get_task("sst2"),
                                dataclasses.replace(cfg, encoder_dropout=None))
     assert keep.encoder.layers[0].dropout.p == pretrained.config.dropout
-    scratch = ft.build_classifier(pretrained, glue.get_task("sst2"),
+    scratch = classifier.build_classifier(pretrained, glue.get_task("sst2"),
                                   dataclasses.replace(cfg, from_scratch=True))
     assert not torch.equal(scratch.encoder.layers[0].ffn_in.weight,
                            pretrained.discriminator.encoder.layers[0].ffn_in.weight)
 
 
 def test_dynamic_padding_changes_nothing(pretrained, char_tokenizer):
-    model = ft.build_classifier(pretrained, glue.get_task("mrpc"), ft.FinetuneConfig()).eval()
-    enc = ft.encode(char_tokenizer, [glue.Example("a short one", "b", 0),
+    model = classifier.build_classifier(pretrained, glue.get_task("mrpc"), classifier.FinetuneConfig()).eval()
+    enc = classifier.encode(char_tokenizer, [glue.Example("a short one", "b", 0),
                                      glue.Example("a much longer first sentence", "and more", 1)],
                     128)
-    batch = ft.collate(enc, char_tokenizer.pad_id)
+    batch = classifier.collate(enc, char_tokenizer.pad_id)
     assert batch["input_ids"].shape == (2, len(enc[1][0]))
     assert batch["attention_mask"][0].sum() == len(enc[0][0])
     assert batch["token_type_ids"][0, len(enc[0][0]):].eq(0).all()
-    alone = model(**ft.collate(enc[:1], char_tokenizer.pad_id))
+    alone = model(**classifier.collate(enc[:1], char_tokenizer.pad_id))
     torch.testing.assert_close(model(**batch)[:1], alone, rtol=1e-5, atol=1e-5)
 
 
@@ -148,10 +153,10 @@ def test_dynamic_padding_changes_nothing(pretrained, char_tokenizer):
 
 @pytest.mark.parametrize("official", [False, True])
 def test_layerwise_decay_depths(pretrained, official):
-    cfg = ft.FinetuneConfig(learning_rate=1.0, layerwise_decay=0.5,
+    cfg = classifier.FinetuneConfig(learning_rate=1.0, layerwise_decay=0.5,
                             layerwise_decay_official=official)
-    model = ft.build_classifier(pretrained, glue.get_task("sst2"), cfg)
-    groups = ft.layerwise_param_groups(model, cfg)
+    model = classifier.build_classifier(pretrained, glue.get_task("sst2"), cfg)
+    groups = classifier.layerwise_param_groups(model, cfg)
     lr_of = {id(p): g["lr"] for g in groups for p in g["params"]}
     assert len(lr_of) == sum(1 for _ in model.parameters())  # every parameter exactly once
     shift = 1 if official else 0  # official: everything one factor lower, head unchanged
@@ -166,9 +171,9 @@ def test_layerwise_decay_depths(pretrained, official):
 
 
 def test_weight_decay_skips_biases_and_layernorm(pretrained):
-    cfg = ft.FinetuneConfig(weight_decay=0.01)
-    model = ft.build_classifier(pretrained, glue.get_task("sst2"), cfg)
-    wd_of = {id(p): g["weight_decay"] for g in ft.layerwise_param_groups(model, cfg)
+    cfg = classifier.FinetuneConfig(weight_decay=0.01)
+    model = classifier.build_classifier(pretrained, glue.get_task("sst2"), cfg)
+    wd_of = {id(p): g["weight_decay"] for g in classifier.layerwise_param_groups(model, cfg)
              for p in g["params"]}
     assert wd_of[id(model.head.weight)] == 0.01 and wd_of[id(model.head.bias)] == 0.0
     assert wd_of[id(model.encoder.layers[0].ffn_norm.weight)] == 0.0
@@ -176,11 +181,11 @@ def test_weight_decay_skips_biases_and_layernorm(pretrained):
 
 def test_schedule_warmup_then_linear_decay():
     total, warmup = 100, 10
-    linear = [ft.lr_factor(s, total, warmup, "linear") for s in range(total)]
+    linear = [classifier.lr_factor(s, total, warmup, "linear") for s in range(total)]
     assert linear[0] == 0 and linear[5] == pytest.approx(0.5) and linear[10] == pytest.approx(1)
     assert linear[55] == pytest.approx(0.5) and linear[-1] == pytest.approx(1 / 90)
     # official: (1 - step/T) * min(1, step/W), the ramp times the already decaying line
-    official = [ft.lr_factor(s, total, warmup, "official") for s in range(total)]
+    official = [classifier.lr_factor(s, total, warmup, "official") for s in range(total)]
     assert official[5] == pytest.approx(0.95 * 0.5) and official[50] == pytest.approx(0.5)
 
 
@@ -282,7 +287,7 @@ def test_official_shuffle_buffer_trains_the_same_number_of_steps(pretrained, toy
                     progress=False)
     assert r["runs"][0]["steps"] == 4 * math.ceil(256 / 32) and r["score"] >= 90.0, r
     with pytest.raises(ValueError, match="shuffle_buffer"):
-        ft.apply_finetune_overrides(ft.FinetuneConfig(), ["finetune.shuffle_buffer=-1"])
+        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.shuffle_buffer=-1"])
 
 
 def test_seeds_give_the_median(pretrained, toy_sst2, tmp_path):
@@ -309,7 +314,7 @@ def test_the_result_is_the_median_run_not_per_metric_medians():
     runs = _runs((60.0, 90.0), (70.0, 10.0), (80.0, 50.0))
     assert ft.median_run(runs) == 1
     data = ft.TaskData([], [], [], [], 0, 0)
-    r = ft._summarise(glue.get_task("mrpc"), runs, data, ft.FinetuneConfig(), None)
+    r = ft._summarise(glue.get_task("mrpc"), runs, data, classifier.FinetuneConfig(), None)
     assert (r["score"], r["metrics"], r["median_seed"]) == (70.0, {"accuracy": 70.0, "f1": 10.0},
                                                             1)
     # Even counts take the lower middle run (a real run); ties go to the earlier seed.
@@ -327,14 +332,14 @@ def test_task_loss_is_the_official_sum_over_the_batch():
     naive = sum(math.log(sum(math.exp(v) for v in row)) - row[y]  # -log softmax, by hand
                 for row, y in zip(logits.tolist(), labels.tolist()))
     mnli = glue.get_task("mnli")
-    assert ft.task_loss(mnli, logits, labels).item() == pytest.approx(naive, rel=1e-6)
-    assert ft.task_loss(mnli, logits, labels, reduction="mean").item() == pytest.approx(
+    assert classifier.task_loss(mnli, logits, labels).item() == pytest.approx(naive, rel=1e-6)
+    assert classifier.task_loss(mnli, logits, labels, reduction="mean").item() == pytest.approx(
         naive / 5, rel=1e-6)
     # STS-B: squared error against label / 5: (0.2 - 1/5)^2 + (0.9 - 5/5)^2 + (0 - 2.5/5)^2
     stsb = glue.get_task("stsb")
     pred, score = torch.tensor([[0.2], [0.9], [0.0]]), torch.tensor([1.0, 5.0, 2.5])
-    assert ft.task_loss(stsb, pred, score).item() == pytest.approx(0.01 + 0.25, rel=1e-6)
-    assert ft.task_loss(stsb, pred, score, reduction="mean").item() == pytest.approx(0.26 / 3)
+    assert classifier.task_loss(stsb, pred, score).item() == pytest.approx(0.01 + 0.25, rel=1e-6)
+    assert classifier.task_loss(stsb, pred, score, reduction="mean").item() == pytest.approx(0.26 / 3)
 
 
 def test_sum_makes_the_first_update_batch_size_times_the_means(pretrained, char_tokenizer):
@@ -343,17 +348,17 @@ def test_sum_makes_the_first_update_batch_size_times_the_means(pretrained, char_
     task = glue.get_task("sst2")
     ex = [glue.Example(t, None, y) for t, y in [("yes a cat", 1), ("no dog", 0),
                                                 ("yes the sun", 1), ("no rain.", 0)]]
-    enc = ft.encode(char_tokenizer, ex, 32)
+    enc = classifier.encode(char_tokenizer, ex, 32)
     data = ft.TaskData(enc, [e.label for e in ex], enc, [e.label for e in ex], 4, 4)
     moved, logged = {}, {}
     for reduction in ("sum", "mean"):
-        cfg = ft.FinetuneConfig(learning_rate=1e4, adam_eps=1e5, grad_clip=0, epochs=1,
+        cfg = classifier.FinetuneConfig(learning_rate=1e4, adam_eps=1e5, grad_clip=0, epochs=1,
                                 warmup_fraction=0, head_dropout=0, encoder_dropout=0,
                                 loss_reduction=reduction)
         torch.manual_seed(0)
-        model = ft.build_classifier(pretrained, task, cfg)
+        model = classifier.build_classifier(pretrained, task, cfg)
         with torch.no_grad():
-            logits = model(**ft.collate(enc, char_tokenizer.pad_id))
+            logits = model(**classifier.collate(enc, char_tokenizer.pad_id))
         per_example = torch.nn.functional.cross_entropy(logits, torch.tensor([1, 0, 1, 0]))
         before = model.head.weight.detach().clone()
         info = ft.train_classifier(model, task, data, cfg, seed=0, progress=False,
@@ -387,7 +392,7 @@ def test_stsb_regression_and_mrpc_doubling_on_real_slices(pretrained, glue_slice
     preds = pr.predict(tmp_path / "stsb", [pair])
     assert set(preds[0]) == {"score"}
     # The head regresses label / 5: a prediction is 5 x its single output.
-    model = pr.load_finetuned(tmp_path / "stsb")
+    model = saved_model.load_finetuned(tmp_path / "stsb")
     ids, types = model.tokenizer.encode_pair(*pair)
     with torch.no_grad():
         raw = model.model(torch.tensor([ids]), token_type_ids=torch.tensor([types])).item()
@@ -402,7 +407,7 @@ def test_stsb_regression_and_mrpc_doubling_on_real_slices(pretrained, glue_slice
 @pytest.mark.integration
 def test_run_glue_tables_what_ran_and_lists_what_is_missing(pretrained, glue_slice_dir,
                                                             tmp_path):
-    s = ft.run_glue(pretrained, ["cola", "rte", "mnli"], data_dir=glue_slice_dir,
+    s = tasks_suite.run_glue(pretrained, ["cola", "rte", "mnli"], data_dir=glue_slice_dir,
                     progress=False, out=tmp_path, overrides=FAST + ["finetune.epochs=1"])
     assert set(s["scores"]) == {"cola", "rte"} and "mnli" in s["missing"]
     assert "MNLI/train.tsv" in s["missing"]["mnli"]
@@ -418,8 +423,7 @@ def test_run_glue_tables_what_ran_and_lists_what_is_missing(pretrained, glue_sli
 
 def test_checkpoint_directories_give_the_same_run(pretrained, toy_sst2, tmp_path):
     """In memory, a minielectra checkpoint dir and a transformers dir: one model, one result."""
-    from minielectra import hf
-
+    
     pretrained.save_pretrained(tmp_path / "mini")
     hf.export(pretrained, tmp_path / "hf")
     kw = dict(data_dir=toy_sst2, progress=False, max_train_examples=64,
@@ -443,10 +447,9 @@ def test_run_dirs_bundled_and_bin_only_transformers_dirs_resolve(pretrained, cha
                                                                  tmp_path):
     from safetensors.torch import load_file
 
-    from minielectra import hf
-    from minielectra.checkpoint import BUNDLED
+    from minielectra.model.storage import BUNDLED
     from minielectra.config import RunConfig
-    from minielectra.train import save_checkpoint
+    from minielectra.training.checkpoints import save_checkpoint
 
     save_checkpoint(tmp_path / "run", 4, tiny_electra(char_tokenizer, seed=4), {}, RunConfig())
     save_checkpoint(tmp_path / "run", 12, pretrained, {}, RunConfig())  # the final one
@@ -468,11 +471,10 @@ def test_run_dirs_bundled_and_bin_only_transformers_dirs_resolve(pretrained, cha
 @pytest.mark.integration
 def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_dir, tmp_path,
                                                          monkeypatch):
-    from minielectra import checkpoint
-
+    
     pretrained.save_pretrained(tmp_path / "ckpt")
     calls = {"resolve": 0, "load": 0}
-    resolve, load = ft.resolve_pretrained, checkpoint.load_pretrained
+    resolve, load = ft.resolve_pretrained, model_checkpoint.load_pretrained
 
     def counted(name, fn):
         def wrapper(*a, **kw):
@@ -481,8 +483,8 @@ def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_
         return wrapper
 
     monkeypatch.setattr(ft, "resolve_pretrained", counted("resolve", resolve))
-    monkeypatch.setattr(checkpoint, "load_pretrained", counted("load", load))
-    s = ft.run_glue(tmp_path / "ckpt", ["cola", "rte"], seeds=2, data_dir=glue_slice_dir,
+    monkeypatch.setattr(model_checkpoint, "load_pretrained", counted("load", load))
+    s = tasks_suite.run_glue(tmp_path / "ckpt", ["cola", "rte"], seeds=2, data_dir=glue_slice_dir,
                     progress=False, overrides=FAST + ["finetune.epochs=1"])
     assert calls == {"resolve": 1, "load": 1}  # two tasks, two seeds each: one load
     assert s["checkpoint"] == s["tasks"]["cola"]["checkpoint"] == str(tmp_path / "ckpt")

@@ -1,4 +1,4 @@
-"""GLUE tasks, data loading and metrics (minielectra.glue).
+"""GLUE tasks, data loading and metrics (minielectra.tasks.glue).
 
 Metrics are checked against scikit-learn / scipy (test-only dependencies) and hand-computed cases;
 the loaders against the row counts and first rows of the real GLUE files (../shared/data, see its
@@ -12,8 +12,9 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-from minielectra import glue
-from minielectra.glue import Example, get_task
+from minielectra.tasks import glue
+from minielectra.tasks import metrics as glue_metrics
+from minielectra.tasks.glue import Example, get_task
 
 # ------------------------------------------------------------------------------------ metrics
 
@@ -22,23 +23,23 @@ def test_metrics_hand_computed():
     # 2x2 table tp=3, fn=1, fp=2, tn=4: MCC = (3*4 - 2*1) / sqrt(5*5*4*6) = 10 / sqrt(600)
     labels = [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
     preds = [1, 1, 1, 0, 1, 1, 0, 0, 0, 0]
-    assert glue.matthews_corr(preds, labels) == pytest.approx(10 / 600 ** 0.5)
-    assert glue.accuracy(preds, labels) == pytest.approx(0.7)
-    assert glue.f1_score(preds, labels) == pytest.approx(2 * 3 / (2 * 3 + 2 + 1))
+    assert glue_metrics.matthews_corr(preds, labels) == pytest.approx(10 / 600 ** 0.5)
+    assert glue_metrics.accuracy(preds, labels) == pytest.approx(0.7)
+    assert glue_metrics.f1_score(preds, labels) == pytest.approx(2 * 3 / (2 * 3 + 2 + 1))
     # Ranks of [10, 20, 20, 5] with ties averaged: [2, 3.5, 3.5, 1].
-    np.testing.assert_allclose(glue.rankdata([10, 20, 20, 5]), [2, 3.5, 3.5, 1])
-    assert glue.pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
-    assert glue.spearman([1, 2, 3], [1, 8, 27]) == pytest.approx(1.0)
-    assert glue.spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    np.testing.assert_allclose(glue_metrics.rankdata([10, 20, 20, 5]), [2, 3.5, 3.5, 1])
+    assert glue_metrics.pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+    assert glue_metrics.spearman([1, 2, 3], [1, 8, 27]) == pytest.approx(1.0)
+    assert glue_metrics.spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
 
 
 def test_metrics_degenerate_cases():
     # A constant predictor: MCC 0 (as scikit-learn), correlations 0 (scipy says NaN), F1 0.
-    assert glue.matthews_corr([1, 1, 1], [0, 1, 1]) == 0.0
+    assert glue_metrics.matthews_corr([1, 1, 1], [0, 1, 1]) == 0.0
     assert skm.matthews_corrcoef([0, 1, 1], [1, 1, 1]) == 0.0
-    assert glue.pearson([1, 1, 1], [0, 1, 2]) == 0.0
-    assert glue.spearman([0, 1, 2], [5, 5, 5]) == 0.0
-    assert glue.f1_score([0, 0], [0, 0]) == 0.0
+    assert glue_metrics.pearson([1, 1, 1], [0, 1, 2]) == 0.0
+    assert glue_metrics.spearman([0, 1, 2], [5, 5, 5]) == 0.0
+    assert glue_metrics.f1_score([0, 0], [0, 0]) == 0.0
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -46,14 +47,14 @@ def test_classification_metrics_match_sklearn(seed):
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 2, 200)
     preds = np.where(rng.random(200) < 0.7, labels, 1 - labels)
-    assert glue.accuracy(preds, labels) == pytest.approx(skm.accuracy_score(labels, preds))
-    assert glue.f1_score(preds, labels) == pytest.approx(skm.f1_score(labels, preds))
-    assert glue.matthews_corr(preds, labels) == pytest.approx(
+    assert glue_metrics.accuracy(preds, labels) == pytest.approx(skm.accuracy_score(labels, preds))
+    assert glue_metrics.f1_score(preds, labels) == pytest.approx(skm.f1_score(labels, preds))
+    assert glue_metrics.matthews_corr(preds, labels) == pytest.approx(
         skm.matthews_corrcoef(labels, preds))
     # three classes (the multi-class MCC; MNLI is scored by accuracy, but the function is general)
     labels3, preds3 = rng.integers(0, 3, 300), rng.integers(0, 3, 300)
     preds3[:150] = labels3[:150]
-    assert glue.matthews_corr(preds3, labels3) == pytest.approx(
+    assert glue_metrics.matthews_corr(preds3, labels3) == pytest.approx(
         skm.matthews_corrcoef(labels3, preds3))
 
 
@@ -63,17 +64,17 @@ def test_correlations_match_scipy(seed):
     y = np.round(rng.uniform(0, 5, 300) * 5) / 5  # STS-B-like scores with many ties
     x = y + rng.normal(0, 1.5, 300)
     x[:40] = np.round(x[:40])  # ties on the prediction side too
-    assert glue.pearson(x, y) == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
-    assert glue.spearman(x, y) == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-12)
-    np.testing.assert_allclose(glue.rankdata(x), stats.rankdata(x))
+    assert glue_metrics.pearson(x, y) == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
+    assert glue_metrics.spearman(x, y) == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-12)
+    np.testing.assert_allclose(glue_metrics.rankdata(x), stats.rankdata(x))
 
 
 def test_compute_metrics_reports_percent_and_primary_first():
-    m = glue.compute_metrics("mrpc", [1, 0, 1, 1], [1, 0, 0, 1])
+    m = glue_metrics.compute_metrics("mrpc", [1, 0, 1, 1], [1, 0, 0, 1])
     assert list(m) == ["accuracy", "f1"]
     assert m["accuracy"] == pytest.approx(75.0)
     assert m["f1"] == pytest.approx(100 * skm.f1_score([1, 0, 0, 1], [1, 0, 1, 1]))
-    assert list(glue.compute_metrics("stsb", [1.0, 2.0, 3.5], [0.5, 2.5, 3.0])) == \
+    assert list(glue_metrics.compute_metrics("stsb", [1.0, 2.0, 3.5], [0.5, 2.5, 3.0])) == \
         ["spearman", "pearson"]
     assert get_task("cola").metric == "matthews_corr"
 
@@ -232,7 +233,7 @@ def test_malformed_tsv_is_an_error(tmp_path):
 def test_pair_tasks_and_the_papers_metric_names():
     assert {n for n, t in glue.TASKS.items() if not t.is_pair} == {"cola", "sst2"}
     # ELECTRA paper section 3.1: Spearman for STS, Matthews for CoLA, accuracy for the rest.
-    names = {n: glue.METRIC_NAMES[t.metric] for n, t in glue.TASKS.items()}
+    names = {n: glue_metrics.METRIC_NAMES[t.metric] for n, t in glue.TASKS.items()}
     assert names.pop("cola") == "Matthews correlation"
     assert names.pop("stsb") == "Spearman correlation"
     assert set(names.values()) == {"accuracy"}
@@ -251,7 +252,7 @@ def test_glue_score_is_the_mean_of_eight_without_wnli():
     scores = dict(zip(glue.GLUE_TASKS, [56.8, 88.3, 87.4, 86.8, 88.3, 78.9, 87.9, 68.5]))
     results = {t: _result(v) for t, v in scores.items()}
     results["wnli"] = _result(0.0)  # shown, never averaged
-    md, average, partial = glue.format_table(results, name="Small-OWT")
+    md, average, partial = glue_metrics.format_table(results, name="Small-OWT")
     assert average == pytest.approx(642.9 / 8) and not partial
     assert "| Small-OWT | 56.8 | 88.3 | 87.4 | 86.8 | 88.3 | 78.9 | 87.9 | 68.5 | 0.0 | 80.4 |" \
         in md
@@ -260,7 +261,7 @@ def test_glue_score_is_the_mean_of_eight_without_wnli():
 
 def test_table_marks_partial_absent_not_run_and_subsets():
     results = {"cola": _result(40.0, subset=True), "rte": _result(61.0)}
-    md, average, partial = glue.format_table(results, name="m",
+    md, average, partial = glue_metrics.format_table(results, name="m",
                                              missing={"mnli": "no MNLI/train.tsv"})
     assert average == pytest.approx(50.5) and partial
     row = md.splitlines()[2].split("|")[2:-1]
@@ -270,5 +271,5 @@ def test_table_marks_partial_absent_not_run_and_subsets():
                      "MNLI": "n/a", "QNLI": "–", "RTE": "61.0", "GLUE": "50.5*"}
     assert "2 of 8 GLUE tasks" in md and "CoLA 500 of 8551" in md
     assert "MNLI: data absent: no MNLI/train.tsv" in md
-    assert glue.glue_average({}) == (None, [])
-    assert glue.format_table({})[1:] == (None, True)
+    assert glue_metrics.glue_average({}) == (None, [])
+    assert glue_metrics.format_table({})[1:] == (None, True)

@@ -12,11 +12,12 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from minielectra import Electra, ModelConfig
-from minielectra import hf
-from minielectra.checkpoint import CheckpointError, load_pretrained
+from minielectra.model.storage import CheckpointError
 
 transformers = pytest.importorskip("transformers")
 from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining  # noqa: E402
+from minielectra.model import convert as model_convert
+from minielectra.model import hf
 
 V = 100
 # (embedding, disc hidden, disc heads, disc ffn, generator fraction)
@@ -95,7 +96,7 @@ def test_import_matches_transformers(tmp_path, shape, tie):
     disc, gen = hf_pair(shape, tie=tie)
     disc.save_pretrained(tmp_path / "d")
     gen.save_pretrained(tmp_path / "g")
-    model = load_pretrained(tmp_path / "d", generator=tmp_path / "g").eval()
+    model = Electra.from_pretrained(tmp_path / "d", generator=tmp_path / "g").eval()
     assert model.config.tying == ("embeddings" if tie else "none")
     assert model.config.generator().hidden_size == gen.config.hidden_size
     assert_same_logits(model, disc, gen)
@@ -111,7 +112,7 @@ def test_import_subdirs_and_pytorch_model_bin(tmp_path):
     del state["generator_lm_head.weight"]
     state["electra.embeddings.position_ids"] = torch.arange(40)[None]
     torch.save(state, tmp_path / "hf" / "generator" / "pytorch_model.bin")
-    model = load_pretrained(tmp_path / "hf").eval()
+    model = Electra.from_pretrained(tmp_path / "hf").eval()
     assert model.config.tying == "embeddings"
     assert_same_logits(model, disc, gen)
 
@@ -121,7 +122,7 @@ def test_one_network_only_warns_and_loads_it(tmp_path, caplog, role):
     disc, gen = hf_pair("emb=hidden")
     given = disc if role == "discriminator" else gen
     given.save_pretrained(tmp_path / role)
-    model = load_pretrained(tmp_path / role).eval()
+    model = Electra.from_pretrained(tmp_path / role).eval()
     other = "generator" if role == "discriminator" else "discriminator"
     assert f"has no {other}" in caplog.text and "fresh" in caplog.text
     assert_same_logits(model, disc if given is disc else None, gen if given is gen else None)
@@ -142,14 +143,14 @@ def test_bad_hf_checkpoints_name_key_and_shapes(tmp_path):
     q = "electra.encoder.layer.1.attention.self.query.weight"
     _edit(d, lambda s: s.__setitem__(q, torch.zeros(64, 63)))
     with pytest.raises(CheckpointError) as e:
-        load_pretrained(d)
+        Electra.from_pretrained(d)
     assert f"shape mismatch for {q}: checkpoint (64, 63), model (64, 64)" in str(e.value)
 
     disc.save_pretrained(d)
     ln = "electra.encoder.layer.0.output.LayerNorm.bias"
     _edit(d, lambda s: (s.pop(ln), s.__setitem__("pooler.dense.weight", torch.zeros(2, 3))))
     with pytest.raises(CheckpointError) as e:
-        load_pretrained(d)
+        Electra.from_pretrained(d)
     assert f"missing key {ln}: model (64)" in str(e.value)
     assert "unexpected key pooler.dense.weight: checkpoint (2, 3)" in str(e.value)
 
@@ -159,14 +160,14 @@ def test_untied_generator_output_layer_is_refused(tmp_path):
     gen.save_pretrained(tmp_path / "g")
     _edit(tmp_path / "g", lambda s: s.__setitem__("generator_lm_head.weight", torch.ones(V, 32)))
     with pytest.raises(CheckpointError, match="generator_lm_head.weight"):
-        load_pretrained(tmp_path / "g")
+        Electra.from_pretrained(tmp_path / "g")
 
 
 def test_unsupported_activation_is_refused(tmp_path):
     disc = ElectraForPreTraining(hf_config(16, 32, 2, 64, hidden_act="gelu_new"))
     disc.save_pretrained(tmp_path / "d")
     with pytest.raises(ValueError, match="gelu_new"):
-        load_pretrained(tmp_path / "d")
+        Electra.from_pretrained(tmp_path / "d")
 
 
 # ------------------------------------------------------------------------------- export
@@ -192,7 +193,7 @@ def test_export_loads_in_transformers_with_same_logits(tmp_path, shape, tying):
 def test_export_import_round_trip_recovers_tying(tmp_path, tying):
     model = ours("emb=hidden", tying)
     hf.export(model, tmp_path / "hf")
-    back = hf.load(tmp_path / "hf")
+    back = hf.load(tmp_path / "hf", Electra)
     assert back.config == model.config  # the special ids travel as extra config keys
     a, b = model.state_dict(), back.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -203,15 +204,15 @@ def test_convert_both_directions(tmp_path):
     disc, gen = hf_pair("emb<hidden")
     disc.save_pretrained(tmp_path / "hf" / "discriminator")
     gen.save_pretrained(tmp_path / "hf" / "generator")
-    hf.convert(tmp_path / "hf", tmp_path / "ckpt", direction="from_hf")
+    model_convert.convert(tmp_path / "hf", tmp_path / "ckpt", direction="from_hf")
     assert json.loads((tmp_path / "ckpt" / "config.json").read_text())["format"] == "minielectra"
-    hf.convert(tmp_path / "ckpt", tmp_path / "hf2", direction="to_hf")
+    model_convert.convert(tmp_path / "ckpt", tmp_path / "hf2", direction="to_hf")
     disc2 = ElectraForPreTraining.from_pretrained(tmp_path / "hf2" / "discriminator").eval()
     gen2 = ElectraForMaskedLM.from_pretrained(tmp_path / "hf2" / "generator").eval()
     assert_same_logits(Electra.from_pretrained(tmp_path / "ckpt").eval(), disc, gen)
     assert_same_logits(Electra.from_pretrained(tmp_path / "ckpt").eval(), disc2, gen2)
     with pytest.raises(ValueError, match="direction"):
-        hf.convert(tmp_path / "ckpt", tmp_path / "x", direction="sideways")
+        model_convert.convert(tmp_path / "ckpt", tmp_path / "x", direction="sideways")
 
 
 def test_convert_command_both_directions(tmp_path, capsys):
@@ -236,7 +237,7 @@ def test_convert_command_both_directions(tmp_path, capsys):
 
 
 def test_vocab_travels_and_sets_special_ids(tmp_path):
-    tok = pytest.importorskip("minielectra.tokenizer")
+    tok = pytest.importorskip("minielectra.data.tokenizer")
     tokens = [f"w{i}" for i in range(V - 5)]
     tokens[10:10] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 10..14
     model = ours("emb=hidden")
@@ -248,12 +249,12 @@ def test_vocab_travels_and_sets_special_ids(tmp_path):
     disc, _ = hf_pair("emb=hidden")
     disc.save_pretrained(tmp_path / "d")
     (tmp_path / "d" / "vocab.txt").write_text("\n".join(tokens) + "\n")
-    back = load_pretrained(tmp_path / "d")
+    back = Electra.from_pretrained(tmp_path / "d")
     assert (back.config.cls_token_id, back.config.sep_token_id, back.config.mask_token_id) == \
         (12, 13, 14)
     assert back.tokenizer.tokens == tokens
 
 
 def test_hf_module_does_not_import_transformers():
-    code = "import sys, minielectra.hf; assert 'transformers' not in sys.modules"
+    code = "import sys, minielectra.model.hf; assert 'transformers' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

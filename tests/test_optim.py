@@ -1,4 +1,4 @@
-"""The official optimiser and schedule (minielectra.optim).
+"""The official optimiser and schedule (minielectra.training.optim).
 
 Every reference is independent of the code under test: the schedule against its closed form, the
 optimiser against the update written out by hand with plain tensors (and torch.optim.AdamW),
@@ -10,9 +10,9 @@ import torch
 from torch import nn
 
 from minielectra.config import TrainConfig
-from minielectra.electra import Electra
-from minielectra.optim import (AdamWeightDecay, build_optimizer, load_optimizer_state,
-                               lr_at, official_adam_hparams, param_groups)
+from minielectra.model.electra import Electra
+from minielectra.training.optim import (AdamWeightDecay, build_optimizer, load_optimizer_state,
+                                        lr_at, official_adam_hparams, param_groups)
 
 # ------------------------------------------------------------------------------ schedule
 
@@ -199,8 +199,3 @@ def test_state_from_a_gpu_optimizer_resumes_with_this_devices_settings():
     assert back.param_groups[0].get("fused") == fused and "bias_correction" not in \
         back.param_groups[0]
     assert float(back.state[back_params[0]]["step"]) == 6
-
-
-def test_train_re_exports_the_optimiser_for_older_imports():
-    from minielectra import optim, train
-    assert train.AdamWeightDecay is optim.AdamWeightDecay and train.lr_at is optim.lr_at

@@ -14,13 +14,15 @@ import numpy as np
 import pytest
 import torch
 
-from minielectra import corpus as corpus_module
-from minielectra import pretraining_data as pd
-from minielectra import tokenizer as tokenizer_module
-from minielectra.corpus import Corpus, open_corpus
-from minielectra.pretraining_data import (ExampleBuilder, batch_iterator, build_dataset,
-                                          pack_examples)
-from minielectra.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from minielectra.data import dataset as data_dataset
+from minielectra.data import documents as data_documents
+from minielectra.data import examples as data_examples
+from minielectra.data import tokenizer as data_tokenizer
+from minielectra.data.corpus import open_corpus
+from minielectra.data.dataset import batch_iterator, build_dataset
+from minielectra.data.documents import Corpus
+from minielectra.data.examples import ExampleBuilder, pack_examples
+from minielectra.data.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 
 CLS, SEP = 2, 3  # ids in the synthetic vocabulary below (specials first)
 
@@ -162,7 +164,7 @@ def test_shards_on_disk_are_the_official_examples(synthetic, tmp_path, monkeypat
     line tokenised whole by the Rust tokenizer (no word cache), with chunk 0's random stream;
     the files are plain .npy arrays of the declared dtypes and sizes, and metadata.json agrees."""
     root, tokenizer = synthetic
-    monkeypatch.setattr(pd, "CHUNK_CHARS", 1 << 30)
+    monkeypatch.setattr(data_dataset, "CHUNK_CHARS", 1 << 30)
     ds = build(synthetic, tmp_path, max_seq_len=48, seed=5)
     official = OfficialExampleBuilder(random.Random("5:0"), 48)  # (seed, chunk index)
     expected = []
@@ -228,7 +230,7 @@ def test_short_target_rate(synthetic, tmp_path):
 
 
 def test_workers_and_chunks_do_not_change_the_examples(synthetic, tmp_path, monkeypatch):
-    monkeypatch.setattr(pd, "CHUNK_CHARS", 50_000)  # ~20 chunks: the pool really runs
+    monkeypatch.setattr(data_dataset, "CHUNK_CHARS", 50_000)  # ~20 chunks: the pool really runs
     one = build(synthetic, tmp_path / "one", num_workers=1)
     two = build(synthetic, tmp_path / "two", num_workers=2)
     assert len(one) > 0 and np.array_equal(one.input_ids, two.input_ids)
@@ -240,7 +242,7 @@ def test_workers_and_chunks_do_not_change_the_examples(synthetic, tmp_path, monk
 # ------------------------------------------------------------------------------------ caching
 def test_second_build_reuses_the_cache(synthetic, tmp_path, monkeypatch):
     first = build(synthetic, tmp_path)
-    monkeypatch.setattr(pd, "build_chunk", lambda *a: pytest.fail("rebuilt a valid cache"))
+    monkeypatch.setattr(data_dataset, "build_chunk", lambda *a: pytest.fail("rebuilt a valid cache"))
     assert build(synthetic, tmp_path).directory == first.directory
     monkeypatch.undo()
     other = build(synthetic, tmp_path, max_seq_len=64)
@@ -269,13 +271,13 @@ def test_a_cache_written_by_other_settings_is_rebuilt(synthetic, tmp_path, caplo
 
 def test_other_tokenizer_settings_or_versions_build_anew(synthetic, tmp_path, monkeypatch):
     built = []
-    original = pd.build_chunk
-    monkeypatch.setattr(pd, "build_chunk", lambda *a: built.append(1) or original(*a))
+    original = data_examples.build_chunk
+    monkeypatch.setattr(data_dataset, "build_chunk", lambda *a: built.append(1) or original(*a))
     root, tokenizer = synthetic
     first = build(synthetic, tmp_path)
     assert built
-    for change in (lambda: monkeypatch.setattr(tokenizer_module.tokenizers, "__version__", "0.0.1"),
-                   lambda: monkeypatch.setattr(tokenizer_module, "TOKENIZER_VERSION", 99)):
+    for change in (lambda: monkeypatch.setattr(data_tokenizer.tokenizers, "__version__", "0.0.1"),
+                   lambda: monkeypatch.setattr(data_tokenizer, "TOKENIZER_VERSION", 99)):
         built.clear()
         change()
         again = build(synthetic, tmp_path)
@@ -319,8 +321,8 @@ WORDS = "the of and to in a is was for on as with by he at from his an were are 
 def test_memory_stays_bounded_on_an_endless_stream(tmp_path, monkeypatch):
     """Held-out examples of a stream that never ends: it is read up to the cap only, and the
     build's peak Python memory is a few chunks, far below the text that went through it."""
-    monkeypatch.setattr(pd, "CHUNK_CHARS", 1 << 14)
-    monkeypatch.setattr(corpus_module, "STREAMED_HELD_OUT_SCAN", 20_000)
+    monkeypatch.setattr(data_dataset, "CHUNK_CHARS", 1 << 14)
+    monkeypatch.setattr(data_documents, "STREAMED_HELD_OUT_SCAN", 20_000)
     read, chars = [0], [0]
 
     def documents():
@@ -360,7 +362,7 @@ def test_parallel_build_reads_a_stream_only_a_few_chunks_ahead(synthetic):
             if read[0] > 200:  # fail, instead of hanging, if the pool swallows the stream
                 raise AssertionError("the stream was read without bound")
             yield [["d0 p0 p1 p2 p3"] * 50]
-    results = pd._map_chunks(chunks(), synthetic[1], pd.BuildSettings(max_seq_len=32), workers=2)
+    results = data_dataset._map_chunks(chunks(), synthetic[1], data_examples.BuildSettings(max_seq_len=32), workers=2)
     try:
         for k in range(1, 16):
             arrays, _, _ = next(results)

@@ -8,9 +8,9 @@ import unicodedata
 
 import pytest
 
-from minielectra import tokenizer as tokenizer_module
 from minielectra.config import DataConfig
-from minielectra.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer, resolve_tokenizer
+from minielectra.data import tokenizer as data_tokenizer
+from minielectra.data.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer, resolve_tokenizer
 
 TEXT = ["The quick brown fox jumps over the lazy dog.", "Héllo wörld, naïve café!",
         "Don't stop-believing: 3.14159 is π.", "unaffable tokenization [MASK] here"]
@@ -108,7 +108,7 @@ def test_word_cache_equals_whole_line_tokenisation(small_tokenizer, monkeypatch)
     reference = [e.ids for e in small_tokenizer._tokenizer.encode_batch(texts, add_special_tokens=False)]
     assert small_tokenizer.encode_batch(texts) == reference
     assert small_tokenizer.encode_batch(texts) == reference  # second pass: from the cache
-    monkeypatch.setattr(tokenizer_module, "_MAX_CACHED_WORDS", 50)  # forces cache resets
+    monkeypatch.setattr(data_tokenizer, "_MAX_CACHED_WORDS", 50)  # forces cache resets
     fresh = WordPieceTokenizer(small_tokenizer.tokens)
     assert [fresh.encode(t) for t in texts[:200]] == reference[:200]
     assert len(fresh._word_index) <= 50 + 40
@@ -252,7 +252,7 @@ def test_resolve_vocab_path_and_trained_vocab_is_cached(small_tokenizer, tmp_pat
         assert resolve_tokenizer(cfg).tokens == trained.tokens
     assert len(list(cache_dir.glob("tokenizers/*/vocab.txt"))) == 1
     # another `tokenizers` release may learn another vocabulary: trained again, not reused
-    monkeypatch.setattr(tokenizer_module.tokenizers, "__version__", "0.0.1")
+    monkeypatch.setattr(data_tokenizer.tokenizers, "__version__", "0.0.1")
     assert resolve_tokenizer(cfg).tokens == trained.tokens
     assert len(list(cache_dir.glob("tokenizers/*/vocab.txt"))) == 2
 
@@ -262,8 +262,8 @@ def test_settings_name_everything_the_ids_depend_on(small_tokenizer, monkeypatch
     assert settings["vocab_hash"] == small_tokenizer.vocab_hash and settings["lowercase"] is True
     assert WordPieceTokenizer(small_tokenizer.tokens, lowercase=False).settings != settings
     assert WordPieceTokenizer(small_tokenizer.tokens[:-1]).settings != settings
-    monkeypatch.setattr(tokenizer_module, "TOKENIZER_VERSION", 99)
+    monkeypatch.setattr(data_tokenizer, "TOKENIZER_VERSION", 99)
     assert small_tokenizer.settings != settings
     monkeypatch.undo()
-    monkeypatch.setattr(tokenizer_module.tokenizers, "__version__", "0.0.1")
+    monkeypatch.setattr(data_tokenizer.tokenizers, "__version__", "0.0.1")
     assert small_tokenizer.settings != settings

@@ -15,10 +15,12 @@ import pytest
 import torch
 
 from minielectra.config import RunConfig, apply_overrides, preset
-from minielectra.electra import Electra
-from minielectra.train import (TrainingDiverged, latest_checkpoint, list_checkpoints, lr_at,
-                               milestone_steps, pretrain, prune_checkpoints, save_checkpoint,
-                               train_step)
+from minielectra.model.electra import Electra
+from minielectra.training.checkpoints import (latest_checkpoint, list_checkpoints, milestone_steps,
+                                              prune_checkpoints, save_checkpoint)
+from minielectra.training.loop import pretrain
+from minielectra.training.optim import lr_at
+from minielectra.training.step import TrainingDiverged, train_step
 
 
 # ------------------------------------------------------------------- tiny end-to-end runs
@@ -124,7 +126,7 @@ def test_resume_redoes_an_evaluation_that_a_crash_interrupted(corpus_file, cache
                                                                monkeypatch):
     """Checkpoint first, then evaluation: a crash in the evaluation at step 2 loses no training,
     and the resumed run evaluates step 2 before going on, so its log is the straight run's."""
-    import minielectra.evaluate as evaluate
+    import minielectra.training.loop as loop
 
     common = ["train.max_steps=4", "train.save_every=2", "train.eval_every=2"]
     straight = pretrain(tiny_run(corpus_file, cache_dir, tmp_path / "a", *common), progress=False)
@@ -133,7 +135,7 @@ def test_resume_redoes_an_evaluation_that_a_crash_interrupted(corpus_file, cache
         raise KeyboardInterrupt("killed during the evaluation at step 2")
 
     with monkeypatch.context() as m:
-        m.setattr(evaluate, "evaluate_model", crash)
+        m.setattr(loop, "evaluate_model", crash)
         with pytest.raises(KeyboardInterrupt):
             pretrain(tiny_run(corpus_file, cache_dir, tmp_path / "b", *common), progress=False)
     assert [s for s, _ in list_checkpoints(tmp_path / "b")] == [2]
@@ -174,7 +176,7 @@ def test_run_writes_config_metrics_and_loadable_checkpoint(corpus_file, cache_di
 def test_final_checkpoint_is_saved_before_the_final_evaluation(corpus_file, cache_dir, tmp_path,
                                                                 monkeypatch):
     """A crash in the final evaluation loses no training: the last step is already on disk."""
-    import minielectra.evaluate as evaluate
+    import minielectra.training.loop as loop
 
     straight = pretrain(tiny_run(corpus_file, cache_dir, tmp_path / "a", "train.max_steps=3"),
                         progress=False)
@@ -182,7 +184,7 @@ def test_final_checkpoint_is_saved_before_the_final_evaluation(corpus_file, cach
     def crash(*args, **kwargs):
         raise RuntimeError("evaluation crashed")
 
-    monkeypatch.setattr(evaluate, "evaluate_model", crash)
+    monkeypatch.setattr(loop, "evaluate_model", crash)
     out = tmp_path / "b"
     with pytest.raises(RuntimeError, match="evaluation crashed"):
         pretrain(tiny_run(corpus_file, cache_dir, out, "train.max_steps=3"), progress=False)
@@ -199,11 +201,10 @@ def test_tokens_per_s_leaves_out_evaluation_and_checkpoint_time(corpus_file, cac
     it is the speed of a few tiny steps, far above 1."""
     import time
 
-    import minielectra.evaluate as evaluate
-    import minielectra.train as train
+    import minielectra.training.loop as loop
 
     offset, real_clock = [0.0], time.perf_counter
-    real_save, real_eval = train.save_checkpoint, evaluate.evaluate_model
+    real_save, real_eval = loop.save_checkpoint, loop.evaluate_model
 
     def slow(fn):
         def wrapped(*args, **kwargs):
@@ -213,8 +214,8 @@ def test_tokens_per_s_leaves_out_evaluation_and_checkpoint_time(corpus_file, cac
         return wrapped
 
     monkeypatch.setattr(time, "perf_counter", lambda: real_clock() + offset[0])
-    monkeypatch.setattr(train, "save_checkpoint", slow(real_save))
-    monkeypatch.setattr(evaluate, "evaluate_model", slow(real_eval))
+    monkeypatch.setattr(loop, "save_checkpoint", slow(real_save))
+    monkeypatch.setattr(loop, "evaluate_model", slow(real_eval))
     out = tmp_path / "clock"
     pretrain(tiny_run(corpus_file, cache_dir, out, "train.max_steps=6", "train.log_every=2",
                       "train.save_every=2", "train.eval_every=2"), progress=False)
@@ -237,7 +238,7 @@ def _tiny_model_and_cfg(tmp_path, tiny_model_config):
 
 def test_checkpoint_write_is_atomic(tmp_path, monkeypatch, tiny_model_config):
     """A crash in the middle of writing leaves the previous checkpoints intact and no new one."""
-    import minielectra.checkpoint as ck
+    import minielectra.model.checkpoint as ck
 
     model, cfg = _tiny_model_and_cfg(tmp_path, tiny_model_config)
     good = save_checkpoint(tmp_path, 1, model, {"step": 1}, cfg)

@@ -29,10 +29,12 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 import torch
 
-from .checkpoint import resolve_bundled
-from .config import RunConfig
-from .electra import Electra
-from .train import autocast, latest_checkpoint
+from ..config import RunConfig
+from ..data.corpus import open_corpus
+from ..data.dataset import build_dataset
+from ..model.electra import Electra
+from .checkpoints import resolve_checkpoint
+from .device import autocast
 
 
 def roc_auc(scores, labels) -> float:
@@ -130,18 +132,6 @@ def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *
     }
 
 
-def resolve_checkpoint(checkpoint: str | Path) -> Path:
-    """A checkpoint directory, a run directory (its latest checkpoint), or ``"bundled"``."""
-    path = resolve_bundled(checkpoint)
-    if (path / "config.json").is_file() and any(path.glob("model.*")):
-        return path
-    latest = latest_checkpoint(path)
-    if latest is None:
-        raise FileNotFoundError(f"{checkpoint}: not a checkpoint directory, nor a run directory "
-                                "with checkpoints/step_*")
-    return latest
-
-
 def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
              max_examples: int | None = None, batch_size: int | None = None,
              seed: int | None = None, device: str = "auto",
@@ -154,9 +144,6 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     and seed default to the run's too (``train.batch_size``, ``train.seed``), so the numbers are
     the ones the training loop logged for the same examples.
     """
-    from .corpus import open_corpus
-    from .pretraining_data import build_dataset
-
     for name, value in (("max_examples", max_examples), ("batch_size", batch_size)):
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")

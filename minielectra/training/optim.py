@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import TrainConfig
+from ..config import TrainConfig
 
 # ------------------------------------------------------------------------------ 1. schedule
 

@@ -28,7 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import ModelConfig, ObjectiveConfig
+from ..config import ModelConfig, ObjectiveConfig
+from . import checkpoint
 from .transformer import Embeddings, Encoder, init_weights
 
 # ----------------------------------------------------------------------------- 1. masking
@@ -276,13 +277,11 @@ class Electra(nn.Module):
         ``generator`` optionally the generator (ElectraForMaskedLM). The model comes back in
         training mode, ready to continue pre-training; call ``.eval()`` for inference.
         """
-        from .checkpoint import load_pretrained
-        return load_pretrained(path, generator=generator)
+        return checkpoint.load_pretrained(path, cls, generator=generator)
 
     def save_pretrained(self, path: str | Path) -> Path:
         """Write minielectra's format: ``model.safetensors``, ``config.json``, tokenizer."""
-        from .checkpoint import save_pretrained
-        return save_pretrained(self, path)
+        return checkpoint.save_pretrained(self, path)
 
 
 @torch.no_grad()

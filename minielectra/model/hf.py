@@ -14,8 +14,10 @@ This module deliberately does not import transformers (a test-only dependency); 
 what :func:`export` writes with transformers and compare logits.
 
     export(model, "hf_out")                    # hf_out/discriminator/, hf_out/generator/
-    model = load("hf_out")                     # or load(disc_dir, generator=gen_dir)
-    convert("hf_out", "ckpt", direction="from_hf")
+    model = load("hf_out", Electra)            # or load(disc_dir, Electra, generator=gen_dir)
+
+It knows tensor names, never the model class (``Electra.from_pretrained`` passes itself in), so
+it sits below :mod:`.electra`; the ``convert`` command is :mod:`.convert`.
 """
 
 from __future__ import annotations
@@ -29,10 +31,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .checkpoint import (CheckpointError, atomic_dir, check_state, load_pretrained,
-                         load_tokenizer, save_pretrained)
-from .config import ModelConfig, Tying
-from .electra import Electra
+from ..config import ModelConfig, Tying
+from .storage import CheckpointError, atomic_dir, check_state, load_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -273,8 +273,10 @@ def _directories(path: Path, generator: str | Path | None) -> list[Path]:
     return [path] + ([Path(generator)] if generator is not None else [])
 
 
-def load(path: str | Path, *, generator: str | Path | None = None) -> Electra:
-    """An :class:`Electra` from a transformers discriminator and/or generator directory.
+def load(path: str | Path, model_class: type[nn.Module], *,
+         generator: str | Path | None = None) -> nn.Module:
+    """A ``model_class`` (:class:`~.electra.Electra`) from transformers discriminator and/or
+    generator directories.
 
     ``path`` is an ``ElectraForPreTraining`` dir (with an optional ``generator=`` dir), an
     ``ElectraForMaskedLM`` dir, or a dir with ``discriminator/`` and ``generator/`` subdirs (what
@@ -300,7 +302,7 @@ def load(path: str | Path, *, generator: str | Path | None = None) -> Electra:
     first = (disc or gen)[0]  # its vocab.txt is the tokenizer
     cfg = config_from_hf(disc[1] if disc else None, gen[1] if gen else None, tying=tying,
                          vocab=first / "vocab.txt")
-    model = Electra(cfg)
+    model = model_class(cfg)
     for role, (d, _, state) in found.items():
         net = getattr(model, role)
         net.load_state_dict(from_hf_state(state, net, role, source=str(d)))
@@ -311,7 +313,7 @@ def load(path: str | Path, *, generator: str | Path | None = None) -> Electra:
 # ----------------------------------------------------------------------------- 5. export
 
 
-def export(model: Electra, path: str | Path) -> Path:
+def export(model: nn.Module, path: str | Path) -> Path:
     """Write ``path/discriminator/`` and ``path/generator/`` that transformers loads as
     ``ElectraForPreTraining`` and ``ElectraForMaskedLM`` (atomically, replacing ``path``)."""
     path = Path(path)
@@ -326,15 +328,3 @@ def export(model: Electra, path: str | Path) -> Path:
             if model.tokenizer is not None:
                 model.tokenizer.save(out)
     return path
-
-
-def convert(src: str | Path, out: str | Path, *, direction: Literal["from_hf", "to_hf"],
-            generator: str | Path | None = None) -> Path:
-    """``from_hf``: transformers dir(s) -> minielectra checkpoint; ``to_hf``: the reverse."""
-    if direction == "from_hf":
-        return save_pretrained(load(src, generator=generator), out)
-    if direction == "to_hf":
-        if generator is not None:
-            raise ValueError("generator= is only for direction='from_hf'")
-        return export(load_pretrained(src), out)
-    raise ValueError(f"direction must be 'from_hf' or 'to_hf', got {direction!r}")

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, padding_mask
-from .config import ModelConfig
+from ..config import ModelConfig
 
 
 class Embeddings(nn.Module):

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 import tokenizers
-from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import (AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers,
+                        trainers)
 
 if TYPE_CHECKING:
-    from .config import DataConfig
+    from ..config import DataConfig
     from .corpus import Corpus
 
 log = logging.getLogger(__name__)

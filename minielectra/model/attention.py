@@ -63,7 +63,7 @@ class MultiHeadAttention(nn.Module):
     """Project to queries, keys and values, attend per head, merge heads, project back.
 
     Q, K and V come from one fused ``(d -> 3d)`` linear layer: one matmul instead of three, which
-    matters for the small widths of ELECTRA-Small. ``minielectra.hf`` splits it into the separate
+    matters for the small widths of ELECTRA-Small. ``minielectra.model.hf`` splits it into the separate
     ``query``/``key``/``value`` weights of the original checkpoints.
     """
 

@@ -1,0 +1,150 @@
+"""Corpora from the Hugging Face hub, streamed through ``datasets`` and never loaded whole.
+
+``hf:<name>[:<config>][:rows=documents|lines|wikitext][:column=NAME][:revision=REV]`` names the
+train split of any hub dataset; ``wikitext-2``, ``wikitext-103`` and ``openwebtext`` are known
+names (:data:`HUB_CORPORA`) read from the hub when the data dir lacks them. The hub revision is
+resolved once and is part of the cache key. ``datasets`` is imported only when the hub is used:
+it is slow to import.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from .documents import Corpus, _official_documents, _wikitext_documents
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HubSpec:
+    """A hub dataset's train split and how its rows become documents."""
+
+    path: str
+    config: str | None = None
+    rows: str = "documents"  # one of HUB_ROWS: what one row of the dataset is
+    column: str | None = None  # None: "text" if present, else the first string column
+    revision: str | None = None  # None: the newest commit, resolved once per corpus
+    streaming: bool = True  # False only for small datasets: downloaded, then memory-mapped
+
+
+HUB_ROWS = ("documents", "lines", "wikitext")
+
+
+_HUB_OPTIONS = ("rows", "column", "revision")
+
+
+HUB_CORPORA = {
+    "wikitext-2": HubSpec("wikitext", "wikitext-2-raw-v1", rows="wikitext", streaming=False),
+    "wikitext-103": HubSpec("wikitext", "wikitext-103-raw-v1", rows="wikitext"),
+    "openwebtext": HubSpec("Skylion007/openwebtext"),
+}
+
+
+def parse_hub_spec(spec: str) -> HubSpec:
+    """``hf:<name>[:<config>][:rows=...][:column=...][:revision=...]`` -> :class:`HubSpec`."""
+    usage = ("expected hf:<name>[:<config>][:rows=documents|lines|wikitext][:column=NAME]"
+             "[:revision=REV]")
+    names, options = [], {}
+    for part in spec.removeprefix("hf:").split(":"):
+        key, is_option, value = part.partition("=")
+        if not is_option:
+            if options or not part:
+                raise ValueError(f"corpus {spec!r}: {part!r} is not where a name or config goes; "
+                                 f"{usage}")
+            names.append(part)
+        elif key not in _HUB_OPTIONS:
+            raise ValueError(f"corpus {spec!r}: unknown option {key!r} (options: "
+                             f"{', '.join(_HUB_OPTIONS)}); {usage}")
+        elif not value or key in options:
+            raise ValueError(f"corpus {spec!r}: option {key!r} is empty or given twice; {usage}")
+        else:
+            options[key] = value
+    if not 1 <= len(names) <= 2:
+        raise ValueError(f"corpus {spec!r}: {len(names)} name parts; {usage}")
+    if options.get("rows", "documents") not in HUB_ROWS:
+        raise ValueError(f"corpus {spec!r}: rows={options['rows']!r} is not one of "
+                         f"{', '.join(HUB_ROWS)}")
+    return HubSpec(*names, **options)
+
+
+def hub_documents(rows: Iterable[dict], name: str, *, rows_are: str = "documents",
+                  column: str | None = None) -> Iterator[list[str]]:
+    """Documents from the rows of a ``datasets`` dataset (``rows_are``: one of ``HUB_ROWS``)."""
+    texts = (_text_of(row, name, column) for row in rows)
+    if rows_are == "wikitext":  # rows are the lines of the raw files
+        return _wikitext_documents(t.strip() for t in texts)
+    if rows_are == "lines":  # the official format, one row per line
+        return _official_documents(ln.strip() for t in texts for ln in t.strip().split("\n"))
+    docs = ([ln for ln in (s.strip() for s in t.split("\n")) if ln] for t in texts)
+    return (d for d in docs if d)
+
+
+def _text_of(row: dict, name: str, column: str | None) -> str:
+    if column is not None:
+        if not isinstance(row.get(column), str):
+            raise ValueError(f"corpus {name!r}: column {column!r} is "
+                             + ("missing" if column not in row else
+                                f"{type(row[column]).__name__}, not text")
+                             + f" (columns: {sorted(row)})")
+        return row[column]
+    if isinstance(row.get("text"), str):
+        return row["text"]
+    for value in row.values():
+        if isinstance(value, str):
+            return value
+    raise ValueError(f"corpus {name!r}: rows have no text column (columns: {sorted(row)}); "
+                     "name one with :column=NAME")
+
+
+def _hub_error(name: str, hub: HubSpec, e: Exception) -> Exception:
+    """The error to raise when the hub fails: a missing train split is the user's to fix."""
+    if isinstance(e, ValueError) and "split" in str(e).lower() and "train" in str(e):
+        return ValueError(f"corpus {name!r}: hub dataset {hub.path!r} (config {hub.config!r}) has "
+                          f"no 'train' split ({e}). Pre-training reads the train split and holds "
+                          "out documents from it; pick a dataset or config that has one.")
+    return RuntimeError(f"corpus {name!r}: could not load {hub.path!r} (config {hub.config!r}) "
+                        f"from the Hugging Face hub: {e}. Offline? Point MINIELECTRA_DATA_DIR at a "
+                        f"data dir with a {name}/ folder, or use a path or 'pydocs'.")
+
+
+def _hub_revision(name: str, hub: HubSpec) -> str:
+    """The commit the dataset will be read at, so that caches know when the data changed."""
+    import datasets  # imported here: it is slow to import and only the hub needs it
+
+    try:
+        builder = datasets.load_dataset_builder(hub.path, hub.config, revision=hub.revision)
+    except Exception as e:
+        raise _hub_error(name, hub, e) from e
+    splits = builder.info.splits  # known from the dataset card, when it has them
+    if splits and "train" not in splits:
+        raise _hub_error(name, hub, ValueError(f"splits: {sorted(splits)}, no train split"))
+    return builder.hash or hub.revision or "unknown"  # builder.hash: the hub commit (40 hex)
+
+
+def _hub_corpus(name: str, hub: HubSpec) -> Corpus:
+    revision: list[str] = []  # resolved on first use; reading then pins that commit
+
+    def commit() -> str:
+        if not revision:
+            revision.append(_hub_revision(name, hub))
+        return revision[0]
+
+    def documents():
+        import datasets
+
+        # Read at the commit the cache key names (a hub dataset's builder hash is its commit).
+        pinned = commit() if re.fullmatch(r"[0-9a-f]{40}", commit()) else hub.revision
+        kwargs = {"split": "train", "streaming": hub.streaming, "revision": pinned}
+        log.info("corpus %s: datasets.load_dataset(%r, %r, %s)", name, hub.path, hub.config,
+                 ", ".join(f"{k}={v!r}" for k, v in kwargs.items()))
+        try:
+            rows = datasets.load_dataset(hub.path, hub.config, **kwargs)
+        except Exception as e:  # offline, unknown name, no train split: say which and what to do
+            raise _hub_error(name, hub, e) from e
+        return hub_documents(rows, name, rows_are=hub.rows, column=hub.column)
+    return Corpus(name, documents, streamed=hub.streaming, fingerprint=lambda: (
+        f"hub:{hub.path}:{hub.config}:train:rows={hub.rows}:column={hub.column}@{commit()}"))

@@ -1,0 +1,115 @@
+"""Saving and loading a whole ELECTRA (generator + discriminator): minielectra's checkpoint format.
+
+A checkpoint is a directory::
+
+    model.safetensors   every weight once
+    config.json         {"format": "minielectra", "version": 1, "model": {...}, "objective": {...}}
+    vocab.txt           the tokenizer, when the model has one (+ tokenizer_config.json)
+
+The generator and the discriminator hold the *same* embedding modules (weight tying, paper
+section 3.2), so ``state_dict()`` lists those tensors twice. safetensors refuses aliased tensors;
+``safetensors.torch.save_model`` writes each once and ``load_model`` fills every alias, and since
+the tying itself lives in ``config.json``, a loaded model shares exactly what the saved one did.
+
+Writes are atomic and loads exact (:mod:`.storage`). :func:`load_pretrained` also reads
+transformers ELECTRA directories, through :mod:`.hf`. Neither module imports the model class:
+``Electra.from_pretrained`` passes itself in as ``model_class``, so the model sits above its file
+formats and nothing imports in a circle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from safetensors import safe_open
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+from ..config import ModelConfig, ObjectiveConfig, _from_dict
+from . import hf
+from .storage import (CONFIG, CheckpointError, _aliases, atomic_dir, check_state, load_tokenizer,
+                      resolve_bundled)
+
+FORMAT, VERSION = "minielectra", 1
+WEIGHTS = "model.safetensors"
+
+# ------------------------------------------------------------------------ save and load
+
+
+def save_pretrained(model: nn.Module, path: str | Path, *,
+                    extra_files: Mapping[str, str | bytes] | None = None) -> Path:
+    """Write ``model`` to the directory ``path`` atomically (replacing what was there).
+
+    ``extra_files`` (name -> text or bytes) are written into the same directory before it is
+    published, e.g. ``{"run_config.json": ...}``: files added to ``path`` later are not atomic.
+    """
+    path = Path(path)
+    config = {"format": FORMAT, "version": VERSION,
+              "model": dataclasses.asdict(model.config),
+              "objective": dataclasses.asdict(model.objective)}
+    with atomic_dir(path) as tmp:
+        save_model(model, str(tmp / WEIGHTS), metadata={"format": "pt"})
+        (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+        if model.tokenizer is not None:
+            model.tokenizer.save(tmp)
+        for name, content in (extra_files or {}).items():
+            target = tmp / name
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content)
+    return path
+
+
+def load_pretrained(path: str | Path, model_class: type[nn.Module], *,
+                    generator: str | Path | None = None) -> nn.Module:
+    """A ``model_class`` from a minielectra checkpoint directory (or ``"bundled"``), or from
+    transformers ELECTRA directories (see :func:`.hf.load`, which ``generator=`` is passed to)."""
+    path = resolve_bundled(path)
+    if not path.is_dir():
+        leftovers = sorted(path.parent.glob(f".{path.name}.old-*/checkpoint"))
+        hint = (f"; an interrupted save left the previous checkpoint at {leftovers[-1]}"
+                if leftovers else "")
+        raise FileNotFoundError(f"no checkpoint directory at {path}{hint}")
+    config = _read_json(path / CONFIG) if (path / CONFIG).is_file() else {}
+    if config.get("format") == FORMAT:
+        if generator is not None:
+            raise ValueError(f"{path} is a minielectra checkpoint; generator= is for "
+                             "transformers directories")
+        return _load_minielectra(path, config, model_class)
+    if hf.is_hf_dir(path):
+        return hf.load(path, model_class, generator=generator)
+    raise CheckpointError(f"{path} is neither a minielectra checkpoint ({CONFIG} with "
+                          f"\"format\": \"{FORMAT}\") nor a transformers ELECTRA directory")
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{path}: not valid JSON ({e})") from None
+
+
+def _load_minielectra(path: Path, config: dict, model_class: type[nn.Module]) -> nn.Module:
+    if config.get("version") != VERSION:
+        raise CheckpointError(f"{path / CONFIG}: version {config.get('version')!r} is not "
+                              f"supported (this minielectra reads version {VERSION})")
+    if "model" not in config:
+        raise CheckpointError(f"{path / CONFIG} has no \"model\" section")
+    model = model_class(_from_dict(ModelConfig, config["model"], prefix="model."),
+                    _from_dict(ObjectiveConfig, config.get("objective", {}), prefix="objective."))
+    weights = path / WEIGHTS
+    if not weights.is_file():
+        raise FileNotFoundError(f"{path} has no {WEIGHTS}")
+    with safe_open(weights, framework="pt") as f:
+        found = {k: f.get_slice(k).get_shape() for k in f.keys()}
+    aliases = _aliases(model)
+    duplicates = {n for rest in aliases.values() for n in rest}
+    expected = {k: v.shape for k, v in model.state_dict().items() if k not in duplicates}
+    check_state(expected, found, source=str(weights), aliases=aliases)
+    load_model(model, weights, strict=True)
+    model.tokenizer = load_tokenizer(path)
+    return model

@@ -1,0 +1,25 @@
+"""``minielectra convert``: between minielectra checkpoints and transformers ELECTRA directories.
+
+The top of the model layer: it needs the model class and both file formats, which themselves
+never import the model (:mod:`.checkpoint`, :mod:`.hf`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from . import hf
+from .electra import Electra
+
+
+def convert(src: str | Path, out: str | Path, *, direction: Literal["from_hf", "to_hf"],
+            generator: str | Path | None = None) -> Path:
+    """``from_hf``: transformers dir(s) -> minielectra checkpoint; ``to_hf``: the reverse."""
+    if direction == "from_hf":
+        return Electra.from_pretrained(src, generator=generator).save_pretrained(out)
+    if direction == "to_hf":
+        if generator is not None:
+            raise ValueError("generator= is only for direction='from_hf'")
+        return hf.export(Electra.from_pretrained(src), out)
+    raise ValueError(f"direction must be 'from_hf' or 'to_hf', got {direction!r}")

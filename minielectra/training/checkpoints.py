@@ -1,0 +1,131 @@
+"""A run's checkpoints: ``checkpoints/step_N`` directories, which to keep, and resume state.
+
+Each checkpoint is a model directory (``Electra.from_pretrained`` loads it) plus
+``run_config.json`` and ``trainer_state.pt`` (optimiser, scaler, RNG, data position), published by
+one atomic rename, so a crash never leaves half a checkpoint. The last ``keep_last`` are kept, plus
+the paper's milestones (6.25/12.5/25/50/100% of the steps), which the per-token views replay.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import RunConfig, TrainConfig
+from ..model import checkpoint
+from ..model.electra import Electra
+from ..model.storage import resolve_bundled
+from .optim import load_optimizer_state, lr_at
+
+STATE_FILE = "trainer_state.pt"
+
+
+_STEP_DIR = re.compile(r"^step_(\d+)$")
+
+
+def checkpoint_dir(out_dir: str | Path) -> Path:
+    return Path(out_dir) / "checkpoints"
+
+
+def list_checkpoints(out_dir: str | Path) -> list[tuple[int, Path]]:
+    """Complete checkpoints as ``(step, path)``, oldest first. Temporary dirs are not listed."""
+    root = checkpoint_dir(out_dir)
+    found = []
+    for p in root.iterdir() if root.is_dir() else []:
+        m = _STEP_DIR.match(p.name)
+        if m and (p / STATE_FILE).is_file():
+            found.append((int(m.group(1)), p))
+    return sorted(found)
+
+
+def latest_checkpoint(out_dir: str | Path) -> Path | None:
+    found = list_checkpoints(out_dir)
+    return found[-1][1] if found else None
+
+
+def resolve_checkpoint(checkpoint: str | Path) -> Path:
+    """A checkpoint directory, a run directory (its latest checkpoint), or ``"bundled"``."""
+    path = resolve_bundled(checkpoint)
+    if (path / "config.json").is_file() and any(path.glob("model.*")):
+        return path
+    latest = latest_checkpoint(path)
+    if latest is None:
+        raise FileNotFoundError(f"{checkpoint}: not a checkpoint directory, nor a run directory "
+                                "with checkpoints/step_*")
+    return latest
+
+
+def milestone_steps(t: TrainConfig) -> set[int]:
+    """The paper's partial checkpoints (fractions of ``max_steps``) plus the last step."""
+    return {max(1, round(f * t.max_steps)) for f in t.milestones} | {t.max_steps}
+
+
+def save_checkpoint(out_dir: str | Path, step: int, model: Electra, state: dict[str, Any],
+                    cfg: RunConfig) -> Path:
+    """Write ``checkpoints/step_N``: the model directory (``Electra.from_pretrained`` loads it)
+    plus ``run_config.json`` and ``trainer_state.pt``, all published by one atomic rename
+    (:func:`minielectra.model.storage.atomic_dir`), so a reader sees all of it or nothing."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    run_config = json.dumps(cfg.to_dict(), indent=2) + "\n"
+    final = checkpoint_dir(out_dir) / f"step_{step:07d}"
+    return checkpoint.save_pretrained(model, final, extra_files={"run_config.json": run_config,
+                                                      STATE_FILE: buffer.getvalue()})
+
+
+def prune_checkpoints(out_dir: str | Path, t: TrainConfig) -> list[Path]:
+    """Delete all but the last ``keep_last`` checkpoints, never a milestone; returns the deleted."""
+    keep = milestone_steps(t)
+    found = list_checkpoints(out_dir)
+    recent = {s for s, _ in found[-max(1, t.keep_last):]}
+    deleted = []
+    for s, p in found:
+        if s not in keep and s not in recent:
+            shutil.rmtree(p)
+            deleted.append(p)
+    for p in checkpoint_dir(out_dir).glob(".step_*.tmp-*"):  # leftovers of a crashed write
+        shutil.rmtree(p, ignore_errors=True)
+    return deleted
+
+
+def rng_state(sampler: torch.Generator) -> dict[str, Any]:
+    """Everything random in a step: dropout (global RNGs) and masking/sampling (``sampler``)."""
+    state = {"torch": torch.get_rng_state(), "sampler": sampler.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any], sampler: torch.Generator) -> None:
+    torch.set_rng_state(state["torch"])
+    sampler.set_state(state["sampler"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def trainer_state(step: int, optimizer, scaler, sampler: torch.Generator,
+                  t: TrainConfig) -> dict[str, Any]:
+    """What resuming needs besides the weights. The schedule is a function of the step, and the
+    data position is the number of batches consumed (``batch_iterator(start=...)``)."""
+    return {"step": step, "optimizer": optimizer.state_dict(),
+            "scheduler": {"schedule": t.schedule, "step": step, "lr": lr_at(step, t)},
+            "scaler": scaler.state_dict() if scaler is not None else None,
+            "rng": rng_state(sampler),
+            "data": {"batches_consumed": step * t.grad_accum, "seed": t.seed}}
+
+
+def restore_trainer_state(ckpt: Path, optimizer, scaler, sampler: torch.Generator) -> int:
+    """Load optimiser, scaler and RNG states from ``ckpt``; returns the step to continue from.
+    The optimiser keeps this device's settings (fused on a GPU), see ``load_optimizer_state``."""
+    state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=True)
+    load_optimizer_state(optimizer, state["optimizer"])
+    if scaler is not None and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
+    set_rng_state(state["rng"], sampler)
+    return state["step"]

@@ -1,0 +1,176 @@
+"""Everything before the first step: config checks, resume checks, data, model, run directory.
+
+A fresh run refuses a directory that holds an earlier run's checkpoints; a resumed run refuses a
+checkpoint written by another configuration (naming the keys that differ). Then the corpus goes
+through the tokenizer and the example builder (:mod:`minielectra.data`), and the model is built
+(or reloaded) with the tokenizer's vocabulary and special ids.
+
+Run layout (``train.out_dir``)::
+
+    config.json             the resolved RunConfig
+    metrics.jsonl           one JSON object per logged step ("kind": "train" | "eval")
+    tokenizer/              the vocabulary the run trained or loaded
+    checkpoints/step_0001500/   model.safetensors, config.json, vocab.txt  (Electra.from_pretrained)
+                                run_config.json, trainer_state.pt          (resume)
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import RunConfig
+from ..data.corpus import open_corpus
+from ..data.dataset import build_dataset
+from ..data.tokenizer import resolve_tokenizer
+from ..model.electra import Electra
+from .checkpoints import checkpoint_dir, latest_checkpoint, list_checkpoints
+
+def check_types(cfg: RunConfig) -> None:
+    """Refuse a config whose values do not have their declared types (library callers can pass
+    anything; the CLI parses ``--set`` values already). ints are accepted where floats are."""
+    for section in ("model", "objective", "data", "train"):
+        obj = getattr(cfg, section)
+        for name, hint in typing.get_type_hints(type(obj)).items():
+            value, ok = getattr(obj, name), True
+            origin, args = typing.get_origin(hint), typing.get_args(hint)
+            if origin is typing.Literal:
+                ok = value in args
+            elif hint is float:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            elif hint is int:
+                ok = isinstance(value, int) and not isinstance(value, bool)
+            elif hint in (bool, str):
+                ok = isinstance(value, hint)
+            elif origin is tuple:
+                ok = isinstance(value, (tuple, list)) and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            elif type(None) in args:
+                types = tuple(a for a in args if isinstance(a, type))
+                ok = value is None or isinstance(value, types)
+            if not ok:
+                raise ValueError(f"{section}.{name} expects {hint}, got {value!r}")
+
+
+# Settings that may change between a run and its resume: they do not change the trajectory.
+RESUMABLE_CHANGES = {"train.device", "train.compile", "train.log_every", "train.eval_every",
+                     "train.eval_examples", "train.save_every", "train.keep_last",
+                     "train.max_minutes", "train.out_dir", "data.cache_dir", "data.num_workers"}
+
+
+def check_resumable(saved: RunConfig, cfg: RunConfig) -> None:
+    """Refuse to resume a checkpoint written by a different configuration, naming the keys."""
+    a, b = _flatten(saved.to_dict()), _flatten(cfg.to_dict())
+    diff = sorted(k for k in a.keys() | b.keys()
+                  if a.get(k) != b.get(k) and k not in RESUMABLE_CHANGES)
+    if diff:
+        shown = ", ".join(f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in diff)
+        raise ValueError(f"cannot resume: the checkpoint was trained with another config ({shown})")
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = list(v) if isinstance(v, tuple) else v
+    return out
+
+
+def resume_point(cfg: RunConfig) -> Path:
+    """The latest checkpoint of ``train.out_dir``, refused unless it was written by ``cfg``."""
+    ckpt = latest_checkpoint(cfg.train.out_dir)
+    if ckpt is None:
+        raise FileNotFoundError(f"--resume: no checkpoint in {checkpoint_dir(cfg.train.out_dir)}")
+    saved = RunConfig.load(ckpt / "run_config.json")
+    for k in ("vocab_size", "pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
+        setattr(cfg.model, k, getattr(saved.model, k))  # resolved from the tokenizer, not set
+    check_resumable(saved, cfg)
+    return ckpt
+
+
+def refuse_earlier_run(cfg: RunConfig) -> None:
+    """A fresh run must not mix its checkpoints with an earlier run's in ``train.out_dir``:
+    pruning would delete them, and ``--resume`` would later pick whichever step is largest."""
+    found = list_checkpoints(cfg.train.out_dir)
+    if found:
+        raise ValueError(
+            f"{checkpoint_dir(cfg.train.out_dir)} already holds {len(found)} checkpoint(s) of an "
+            f"earlier run (latest step {found[-1][0]}): delete them, choose another --out "
+            "(train.out_dir), or continue that run with --resume")
+
+
+def prepare_data(cfg: RunConfig, *, tokenizer=None, progress: bool = True):
+    """Corpus -> WordPiece vocabulary (trained unless given) -> train and held-out datasets."""
+    d = cfg.data
+    corpus = open_corpus(d.corpus, cache_dir=d.cache_dir)
+    if tokenizer is None:  # trained on the training documents only
+        tokenizer = resolve_tokenizer(d, corpus.split(d.held_out_fraction)[0])
+    common = dict(max_seq_len=d.max_seq_len, held_out_fraction=d.held_out_fraction,
+                  seed=cfg.train.seed, short_seq_prob=d.short_seq_prob,
+                  single_segment_prob=d.single_segment_prob, cache_dir=d.cache_dir,
+                  num_workers=d.num_workers, progress=progress)
+    train = build_dataset(corpus, tokenizer, split="train", **common)
+    heldout = build_dataset(corpus, tokenizer, split="heldout", **common)
+    return tokenizer, train, heldout
+
+
+def set_token_ids(cfg: RunConfig, tokenizer) -> None:
+    """The model's vocabulary and special ids come from the tokenizer, not the preset."""
+    cfg.model.vocab_size = tokenizer.vocab_size
+    cfg.model.pad_token_id, cfg.model.cls_token_id = tokenizer.pad_id, tokenizer.cls_id
+    cfg.model.sep_token_id, cfg.model.mask_token_id = tokenizer.sep_id, tokenizer.mask_id
+
+
+def _model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, progress: bool):
+    """The model (fresh, or the checkpoint's weights) and the train and held-out datasets."""
+    torch.manual_seed(cfg.train.seed)  # first: the initial weights are a function of the seed
+    loaded = Electra.from_pretrained(ckpt) if ckpt is not None else None
+    tokenizer, train_ds, heldout_ds = prepare_data(
+        cfg, tokenizer=loaded.tokenizer if loaded is not None else None, progress=progress)
+    set_token_ids(cfg, tokenizer)
+    model = Electra(cfg.model, cfg.objective)
+    if loaded is not None:
+        model.load_state_dict(loaded.state_dict())
+    model.tokenizer = tokenizer
+    return model.to(device).train(), train_ds, heldout_ds
+
+
+def _truncate_metrics(path: Path, step: int) -> list[dict[str, Any]]:
+    """On resume, drop the log lines of steps after the checkpoint (they will be redone), and a
+    line that does not parse: the last one, cut short by a crash in the middle of writing it.
+    Returns the records kept."""
+    if not path.exists():
+        return []
+    keep = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("step", 0) <= step:
+            keep.append(record)
+    path.write_text("".join(json.dumps(r) + "\n" for r in keep))
+    return keep
+
+
+def _prepare_out_dir(cfg: RunConfig, model: Electra, step: int,
+                     resumed: bool) -> tuple[Path, set[int]]:
+    """``config.json``, ``tokenizer/`` and ``metrics.jsonl`` (emptied, or cut back to ``step``);
+    returns the log's path and the steps already evaluated."""
+    out = Path(cfg.train.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg.save(out / "config.json")
+    model.tokenizer.save(out / "tokenizer")
+    metrics_path = out / "metrics.jsonl"
+    kept = []
+    if resumed:
+        kept = _truncate_metrics(metrics_path, step)
+    else:
+        metrics_path.write_text("")
+    return metrics_path, {r["step"] for r in kept if r.get("kind") == "eval"}

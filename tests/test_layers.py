@@ -1,0 +1,155 @@
+"""The package reads in layers: no import circles, and each layer imports only layers below it.
+
+Every ``import`` in every module counts, including those inside functions (a lazy import hides a
+circle from Python, not from a reader). The graph is built with ``ast`` from the source, so the
+test needs no imports of the package and sees code paths that never run here.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "minielectra"
+
+# Bottom to top, as the lessons meet them (README "Layout"). A module may import its own layer
+# and any layer below it.
+LAYERS = {"config": 0, "data": 1, "model": 2, "objectives": 3, "training": 4, "distributed": 4,
+          "tasks": 5, "experiments": 6, "viz": 7, "cli": 8, "__main__": 8, "__init__": 8}
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the package modules it imports (anywhere in its source)."""
+    files = {module_name(p, root): p for p in root.rglob("*.py")}
+    graph = {}
+    for name, path in files.items():
+        is_pkg = path.name == "__init__.py"
+        package = name if is_pkg else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[:len(base) - node.level + 1]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                # `from pkg import sub` imports the submodule when there is one.
+                targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in files else mod
+                           for a in node.names]
+            edges |= {t for t in targets if t in files and t != name}
+        graph[name] = edges
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle as a path ``[a, b, ..., a]``, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    key = parts[1] if len(parts) > 1 else "__init__"
+    if key not in LAYERS:
+        raise AssertionError(f"{module}: not in a known layer; add its folder to LAYERS "
+                             "(and to README's Layout)")
+    return LAYERS[key]
+
+
+def test_no_import_cycles():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_each_layer_imports_only_layers_below():
+    wrong = [f"{a} (layer {layer_of(a)}) imports {b} (layer {layer_of(b)})"
+             for a, targets in import_graph().items() for b in sorted(targets)
+             if layer_of(b) > layer_of(a)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_subpackage_inits_hold_no_code():
+    """A layer's ``__init__`` is its docstring only: code there would run on every import of
+    any module of the layer, and re-exports there would hide where a name lives."""
+    for init in PACKAGE.glob("*/__init__.py"):
+        body = ast.parse(init.read_text()).body
+        assert all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+                   for n in body), f"{init} holds code"
+
+
+def test_modules_stay_short():
+    """One concept a module; the house style's ~100-400 lines (README "Layout")."""
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 420}
+    assert not long, long
+
+
+# ------------------------------------------------------------------- the checker itself can fail
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    pkg = root / "minielectra"
+    for name, text in files.items():
+        path = pkg / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return pkg
+
+
+def test_cycle_checker_finds_a_lazy_circle(tmp_path):
+    pkg = _write(tmp_path, {
+        "__init__.py": "", "model/__init__.py": "",
+        "model/electra.py": "from . import checkpoint\n",
+        "model/checkpoint.py": "def load():\n    from .electra import Electra\n"})
+    assert find_cycle(import_graph(pkg)) == [
+        "minielectra.model.checkpoint", "minielectra.model.electra",
+        "minielectra.model.checkpoint"]
+
+
+def test_cycle_checker_passes_a_clean_tree(tmp_path):
+    pkg = _write(tmp_path, {
+        "__init__.py": "from .model.electra import Electra\n", "model/__init__.py": "",
+        "model/electra.py": "from . import checkpoint\nfrom ..config import X\n",
+        "model/checkpoint.py": "import json\n", "config.py": ""})
+    graph = import_graph(pkg)
+    assert graph["minielectra.model.electra"] == {"minielectra.model.checkpoint",
+                                                  "minielectra.config"}
+    assert find_cycle(graph) is None
+
+
+@pytest.mark.parametrize("importer,imported,ok", [
+    ("minielectra.training.loop", "minielectra.model.electra", True),
+    ("minielectra.model.electra", "minielectra.training.loop", False),
+    ("minielectra.data.corpus", "minielectra.config", True),
+    ("minielectra.data.corpus", "minielectra.model.hf", False),
+])
+def test_layer_order(importer, imported, ok):
+    assert (layer_of(imported) <= layer_of(importer)) is ok
