@@ -151,7 +151,9 @@ def test_resume_redoes_an_evaluation_that_a_crash_interrupted(corpus_file, cache
 
 def test_run_writes_config_metrics_and_loadable_checkpoint(corpus_file, cache_dir, tmp_path):
     out = tmp_path / "run"
-    result = pretrain(tiny_run(corpus_file, cache_dir, out, "train.eval_every=3"), progress=False)
+    live = []  # what a notebook's live curves receive
+    result = pretrain(tiny_run(corpus_file, cache_dir, out, "train.eval_every=3"), progress=False,
+                      on_record=live.append)
     ckpt = Path(result["checkpoint"])
     assert ckpt == latest_checkpoint(out) and ckpt.name == "step_0000006"
     saved = RunConfig.load(out / "config.json")
@@ -159,6 +161,7 @@ def test_run_writes_config_metrics_and_loadable_checkpoint(corpus_file, cache_di
     assert RunConfig.load(ckpt / "run_config.json").to_dict() == saved.to_dict()
     assert (ckpt / "vocab.txt").is_file() and (out / "tokenizer" / "vocab.txt").is_file()
     records = [json.loads(line) for line in open(out / "metrics.jsonl")]
+    assert live == records  # on_record sees every line, in order, as it is written
     train = [r for r in records if r["kind"] == "train"]
     assert [r["step"] for r in train] == [1, 2, 3, 4, 5, 6]
     for key in ("loss", "gen_loss", "disc_loss", "gen_accuracy", "disc_accuracy", "lr",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from tqdm.auto import tqdm
@@ -24,109 +24,140 @@ from .checkpoints import (milestone_steps, prune_checkpoints, restore_trainer_st
 from .device import resolve_device
 from .evaluate import evaluate_model, heldout_batches
 from .optim import build_optimizer, lr_at, set_lr
-from .setup import (_model_and_data, _prepare_out_dir, check_types, refuse_earlier_run,
+from .setup import (model_and_data, prepare_out_dir, check_types, refuse_earlier_run,
                     resume_point)
 from .step import MetricsLog, NanGuard, train_step
 
 
 def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
-             until_step: int | None = None) -> dict[str, Any]:
+             until_step: int | None = None,
+             on_record: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Pre-train ELECTRA as ``cfg`` says; returns the held-out metrics and the checkpoint path.
 
     ``resume=True`` continues from the latest checkpoint in ``train.out_dir`` (same config
     required); without it, a ``train.out_dir`` that holds checkpoints is refused. ``until_step``
     stops early (with a checkpoint) as an interruption would, without changing the schedule; the
-    tests use it to split a run in two.
+    tests use it to split a run in two. ``on_record`` is called with every record written to
+    ``metrics.jsonl`` (``"kind": "train"`` or ``"eval"``), e.g. to update live curves.
     """
-    start_time = time.perf_counter()
-    check_types(cfg)
-    cfg.validate()
-    t = cfg.train
-    device = resolve_device(t)  # refuses fp16/bf16 without a GPU, before any data work
-    ckpt = resume_point(cfg) if resume else None
-    if ckpt is None:
-        refuse_earlier_run(cfg)
-
-    model, train_ds, heldout_ds = _model_and_data(cfg, ckpt, device, progress)
-    optimizer = build_optimizer(model, t, device)
-    scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
-    sampler = torch.Generator(device=device).manual_seed(t.seed + 1)
-    step = restore_trainer_state(ckpt, optimizer, scaler, sampler) if ckpt is not None else 0
-    metrics_path, evaluated = _prepare_out_dir(cfg, model, step, resumed=ckpt is not None)
-
-    net = torch.compile(model) if t.compile else model  # static shapes: compiles once
-    batches = batch_iterator(train_ds, t.batch_size, seed=t.seed, start=step * t.grad_accum,
-                             device=device)  # CPU tensors (pinned for cuda); moved in train_step
-    eval_data = list(heldout_batches(heldout_ds, batch_size=t.batch_size,
-                                     max_examples=t.eval_examples, device=device))
-    bar = tqdm(total=t.max_steps, initial=step, disable=not progress, desc="pretrain",
-               dynamic_ncols=True)
-    logger, guard = MetricsLog(metrics_path, bar, start_time), NanGuard()
-    last_saved = ckpt
-
-    def evaluate_now() -> dict[str, Any]:
-        with logger.paused():
-            result = evaluate_model(model, eval_data, seed=t.seed, precision=t.precision)
-            logger.write({"kind": "eval", "step": step, **result,
-                          "elapsed_s": time.perf_counter() - start_time})
-        return result
-
-    def checkpoint() -> Path:
-        with logger.paused():
-            path = save_checkpoint(out_dir=t.out_dir, step=step, model=model, cfg=cfg,
-                                   state=trainer_state(step, optimizer, scaler, sampler, t))
-            prune_checkpoints(t.out_dir, t)
-        return path
-
-    def evaluation_due() -> bool:
-        return bool(t.eval_every) and step % t.eval_every == 0 and step < t.max_steps
-
-    if ckpt is not None and evaluation_due() and step not in evaluated:
-        evaluate_now()  # the checkpoint is written first; the run stopped before evaluating it
-
-    milestones = milestone_steps(t)
-    stop = "max_steps"
-    try:
-        while step < t.max_steps:
-            if until_step is not None and step >= until_step:
-                stop = "until_step"
-                break
-            if t.max_minutes and time.perf_counter() - start_time >= 60 * t.max_minutes:
-                stop = "max_minutes"
-                break
-            lr = lr_at(step, t)
-            set_lr(optimizer, lr, t, step)
-            stats = train_step(net, batches, optimizer, scaler, t=t, device=device,
-                               sampler=sampler)
-            step += 1
-            bar.update(1)
-            guard.add(step, stats.pop("finite"))
-            logger.add(stats)
-            save = step < t.max_steps and ((t.save_every and step % t.save_every == 0)
-                                           or step in milestones)
-            evaluate = evaluation_due()
-            if step % t.log_every == 0 or save:  # a log line at each checkpoint: a resumed
-                logger.flush(step, lr)            # run's log is then the straight run's
-            if save or evaluate or step % t.log_every == 0:
-                guard.check(last_saved)  # where the loop waits for the device anyway
-            if save:
-                last_saved = checkpoint()
-            if evaluate:
-                evaluate_now()
-        logger.flush(step, lr_at(max(step - 1, 0), t))
-        guard.check(last_saved)
-    finally:
-        bar.close()
-    # The final checkpoint comes before the final evaluation: a crash there loses no training.
-    if last_saved is None or last_saved.name != f"step_{step:07d}":
-        last_saved = checkpoint()
-    result = evaluate_now()
-    summary = {"step": step, "stopped_by": stop, "checkpoint": str(last_saved),
-               "out_dir": str(t.out_dir), "elapsed_s": round(time.perf_counter() - start_time, 1),
-               "heldout": result}
+    run = Run(cfg, resume=resume, progress=progress, on_record=on_record)
+    stop = run.train(until_step)
+    summary = run.finish(stop)
     if progress:
         print_summary(summary)
     return summary
+
+
+class Run:
+    """One pre-training run: what it holds between steps, and the loop's named pieces."""
+
+    def __init__(self, cfg: RunConfig, *, resume: bool, progress: bool,
+                 on_record: Callable[[dict[str, Any]], None] | None = None):
+        self.start_time = time.perf_counter()
+        check_types(cfg)
+        cfg.validate()
+        self.cfg, t = cfg, cfg.train
+        self.t, self.progress = t, progress
+        self.device = resolve_device(t)  # refuses fp16/bf16 without a GPU, before any data work
+        ckpt = resume_point(cfg) if resume else None
+        if ckpt is None:
+            refuse_earlier_run(cfg)
+
+        self.model, train_ds, heldout_ds = model_and_data(cfg, ckpt, self.device, progress)
+        self.optimizer = build_optimizer(self.model, t, self.device)
+        self.scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
+        self.sampler = torch.Generator(device=self.device).manual_seed(t.seed + 1)
+        self.step = (restore_trainer_state(ckpt, self.optimizer, self.scaler, self.sampler)
+                     if ckpt is not None else 0)
+        metrics_path, evaluated = prepare_out_dir(cfg, self.model, self.step,
+                                                   resumed=ckpt is not None)
+
+        self.net = torch.compile(self.model) if t.compile else self.model  # static shapes
+        # CPU tensors (pinned for cuda), moved to the device in train_step.
+        self.batches = batch_iterator(train_ds, t.batch_size, seed=t.seed,
+                                      start=self.step * t.grad_accum, device=self.device)
+        self.eval_data = list(heldout_batches(heldout_ds, batch_size=t.batch_size,
+                                              max_examples=t.eval_examples, device=self.device))
+        self.bar = tqdm(total=t.max_steps, initial=self.step, disable=not progress,
+                        desc="pretrain", dynamic_ncols=True)
+        self.log = MetricsLog(metrics_path, self.bar, self.start_time, on_record=on_record)
+        self.guard, self.last_saved = NanGuard(), ckpt
+        self.milestones = milestone_steps(t)
+        if ckpt is not None and self.evaluation_due() and self.step not in evaluated:
+            self.evaluate()  # the checkpoint is written first; the run stopped before evaluating
+
+    def evaluate(self) -> dict[str, Any]:
+        with self.log.paused():
+            result = evaluate_model(self.model, self.eval_data, seed=self.t.seed,
+                                    precision=self.t.precision)
+            self.log.write({"kind": "eval", "step": self.step, **result,
+                            "elapsed_s": time.perf_counter() - self.start_time})
+        return result
+
+    def checkpoint(self) -> Path:
+        with self.log.paused():
+            state = trainer_state(self.step, self.optimizer, self.scaler, self.sampler, self.t)
+            path = save_checkpoint(out_dir=self.t.out_dir, step=self.step, model=self.model,
+                                   cfg=self.cfg, state=state)
+            prune_checkpoints(self.t.out_dir, self.t)
+        return path
+
+    def evaluation_due(self) -> bool:
+        t = self.t
+        return bool(t.eval_every) and self.step % t.eval_every == 0 and self.step < t.max_steps
+
+    def stop_reason(self, until_step: int | None) -> str | None:
+        if self.step >= self.t.max_steps:
+            return "max_steps"
+        if until_step is not None and self.step >= until_step:
+            return "until_step"
+        if self.t.max_minutes and time.perf_counter() - self.start_time >= 60 * self.t.max_minutes:
+            return "max_minutes"
+        return None
+
+    def train(self, until_step: int | None = None) -> str:
+        """Step until a stop condition; returns which one stopped the run."""
+        t = self.t
+        try:
+            while (stop := self.stop_reason(until_step)) is None:
+                lr = lr_at(self.step, t)
+                set_lr(self.optimizer, lr, t, self.step)
+                stats = train_step(self.net, self.batches, self.optimizer, self.scaler, t=t,
+                                   device=self.device, sampler=self.sampler)
+                self.step += 1
+                self.bar.update(1)
+                self.guard.add(self.step, stats.pop("finite"))
+                self.log.add(stats)
+                self.after_step(lr)
+            self.log.flush(self.step, lr_at(max(self.step - 1, 0), t))
+            self.guard.check(self.last_saved)
+        finally:
+            self.bar.close()
+        return stop
+
+    def after_step(self, lr: float) -> None:
+        """Log, check for NaN, checkpoint and evaluate when due (in that order)."""
+        t, step = self.t, self.step
+        save = step < t.max_steps and ((t.save_every and step % t.save_every == 0)
+                                       or step in self.milestones)
+        evaluate = self.evaluation_due()
+        if step % t.log_every == 0 or save:  # a log line at each checkpoint: a resumed
+            self.log.flush(step, lr)          # run's log is then the straight run's
+        if save or evaluate or step % t.log_every == 0:
+            self.guard.check(self.last_saved)  # where the loop waits for the device anyway
+        if save:
+            self.last_saved = self.checkpoint()
+        if evaluate:
+            self.evaluate()
+
+    def finish(self, stop: str) -> dict[str, Any]:
+        """The final checkpoint, then the final evaluation: a crash there loses no training."""
+        if self.last_saved is None or self.last_saved.name != f"step_{self.step:07d}":
+            self.last_saved = self.checkpoint()
+        result = self.evaluate()
+        return {"step": self.step, "stopped_by": stop, "checkpoint": str(self.last_saved),
+                "out_dir": str(self.t.out_dir),
+                "elapsed_s": round(time.perf_counter() - self.start_time, 1), "heldout": result}
 
 
 def print_summary(summary: dict[str, Any]) -> None:

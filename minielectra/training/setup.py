@@ -127,7 +127,7 @@ def set_token_ids(cfg: RunConfig, tokenizer) -> None:
     cfg.model.sep_token_id, cfg.model.mask_token_id = tokenizer.sep_id, tokenizer.mask_id
 
 
-def _model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, progress: bool):
+def model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, progress: bool):
     """The model (fresh, or the checkpoint's weights) and the train and held-out datasets."""
     torch.manual_seed(cfg.train.seed)  # first: the initial weights are a function of the seed
     loaded = Electra.from_pretrained(ckpt) if ckpt is not None else None
@@ -159,7 +159,7 @@ def _truncate_metrics(path: Path, step: int) -> list[dict[str, Any]]:
     return keep
 
 
-def _prepare_out_dir(cfg: RunConfig, model: Electra, step: int,
+def prepare_out_dir(cfg: RunConfig, model: Electra, step: int,
                      resumed: bool) -> tuple[Path, set[int]]:
     """``config.json``, ``tokenizer/`` and ``metrics.jsonl`` (emptied, or cut back to ``step``);
     returns the log's path and the steps already evaluated."""

@@ -12,7 +12,7 @@ import contextlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
@@ -94,8 +94,9 @@ class NanGuard:
 class MetricsLog:
     """Averages step statistics between log lines; writes ``metrics.jsonl`` and the tqdm bar."""
 
-    def __init__(self, path: Path, bar, start_time: float):
-        self.path, self.bar, self.start = path, bar, start_time
+    def __init__(self, path: Path, bar, start_time: float, *,
+                 on_record: Callable[[dict[str, Any]], None] | None = None):
+        self.path, self.bar, self.start, self.on_record = path, bar, start_time, on_record
         self.sums: dict[str, torch.Tensor] = {}
         self.steps, self.last_time, self.excluded = 0, time.perf_counter(), 0.0
 
@@ -107,6 +108,8 @@ class MetricsLog:
     def write(self, record: dict[str, Any]) -> None:
         with open(self.path, "a") as f:
             f.write(json.dumps(record) + "\n")
+        if self.on_record is not None:
+            self.on_record(record)
 
     @contextlib.contextmanager
     def paused(self):
