@@ -1,4 +1,4 @@
-"""The fine-tuning model and recipe: a classifier on the discriminator, its optimiser groups, its loss.
+"""The fine-tuning model: a classifier on the discriminator, its optimiser groups, its loss.
 
 Paper section 3.1 and appendix Table 7; official code: google-research/electra
 ``configure_finetuning.py``, ``finetune/classification/classification_tasks.py``,
@@ -6,23 +6,18 @@ Paper section 3.1 and appendix Table 7; official code: google-research/electra
 
 - **Head**: the final ``[CLS]`` vector -> dropout 0.1 -> one linear layer (Glorot init). No pooler
   and no extra dense layer (transformers' ``ElectraForSequenceClassification`` has one; we don't).
-- **Optimiser**: the official Adam (:class:`minielectra.training.optim.AdamWeightDecay`: no bias correction, eps 1e-6)
-  with decoupled weight decay 0 (the paper; the code's default is 0.01), global-norm clipping 1.0;
-  lr 3e-4 for Small, warmup over 10% of the steps, then linear decay to 0.
+- **Optimiser**: the official Adam (:class:`~minielectra.training.optim.AdamWeightDecay`: no bias
+  correction, eps 1e-6) with decoupled weight decay 0 (the paper; the code's default is 0.01),
+  global-norm clipping 1.0; lr 3e-4 for Small, warmup over 10% of the steps, then linear decay.
 - **Layer-wise lr decay 0.8**: a parameter at depth ``k`` (embeddings 0, layer ``i`` at ``i+1``,
   head on top) gets ``lr * 0.8^(top - k)``. The official code puts the head one step too high, so
   its top layer gets ``lr * 0.8^2`` (google-research/electra#51); ``layerwise_decay_official=True``
   reproduces that.
 - **Loss**: cross-entropy (STS-B: squared error on ``label / 5``), *summed* over the batch as
   ``run_finetuning.py`` does (``tf.reduce_sum``); ``loss_reduction="mean"`` averages instead.
-- **Data**: batch 32, length 128 (longest-first truncation), 3 epochs (10 for RTE and STS-B);
-  STS-B is regression on ``label / 5``; MRPC and STS-B training sets are doubled with the two
-  segments swapped. Each epoch is a fresh permutation; ``shuffle_buffer=100`` reproduces the
-  official stream instead (shuffled once, repeated, read through a 100-example buffer).
-- **Protocol**: the paper reports the median dev score over 10 runs (``seeds``); we keep the
-  median *run*, so its score, other metrics and saved model belong together.
 
-The training loop that uses these pieces: :mod:`.finetune`; saving and reloading: :mod:`.saved`;
+The data, the training loop and the paper's protocol (median of seeds): :mod:`.finetune`; saving
+and reloading: :mod:`.saved`;
 scoring new text: :mod:`.predict`; the GLUE table and average: :mod:`.metrics`.
 
 Axis letters: b batch, n sequence, d width, c classes.
