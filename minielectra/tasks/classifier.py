@@ -192,7 +192,7 @@ def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> li
 
 def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
     """Multiplier of each group's peak lr at update ``step`` (0-based): the pre-training
-    schedule (:func:`train.lr_at`, same official quirk) over this run's ``total`` steps."""
+    schedule (:func:`~minielectra.training.optim.lr_at`, same official quirk) over this run's ``total`` steps."""
     return lr_at(step, TrainConfig(learning_rate=1.0, max_steps=total, warmup_steps=warmup,
                                    schedule=schedule))
 
