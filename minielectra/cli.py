@@ -3,6 +3,7 @@
 ==========  ===============================================  =================================
 command     library function                                 prints
 ==========  ===============================================  =================================
+prepare     :func:`minielectra.data.prepare.prepare`         JSON: shards and sizes
 pretrain    :func:`minielectra.training.loop.pretrain`       held-out metrics, checkpoint path
 evaluate    :func:`minielectra.training.evaluate.evaluate`   JSON metrics
 finetune    :func:`minielectra.tasks.finetune.finetune`      JSON score(s)
@@ -21,16 +22,46 @@ import sys
 
 from .config import PRESETS, apply_overrides, preset
 
+# What the GPU presets add on a machine with a CUDA GPU, unless the command line sets these keys:
+# bf16 autocast (fp32 where the GPU has no bf16) and one compiled graph. A CPU run keeps fp32 and
+# eager mode.
+GPU_PRESETS = ("small", "small++", "base")
+ON_GPU = {"train.precision": "bf16", "train.compile": True}
+
 
 def pretrain_config(args: argparse.Namespace):
     """The run config of ``minielectra pretrain``: preset, then flags, then ``--set``."""
     cfg = preset(args.preset)
-    flags = {"data.corpus": args.corpus, "train.out_dir": args.out,
+    flags = {"data.corpus": args.corpus, "data.prepared": args.data, "train.out_dir": args.out,
              "train.max_steps": args.max_steps, "train.device": args.device,
              "train.precision": args.precision, "train.seed": args.seed,
              "train.compile": True if args.compile else None}
     overrides = [f"{k}={v}" for k, v in flags.items() if v is not None]
-    return apply_overrides(cfg, overrides + list(args.set)).validate()
+    cfg = apply_overrides(cfg, overrides + list(args.set))
+    given = {o.split("=", 1)[0].strip() for o in overrides + list(args.set)}
+    if args.preset in GPU_PRESETS and _on_gpu(cfg.train.device):
+        defaults = {k: v for k, v in ON_GPU.items() if k not in given}
+        if defaults.get("train.precision") == "bf16" and not _bf16_ok():
+            defaults["train.precision"] = "fp32"
+        cfg = apply_overrides(cfg, [f"{k}={v}" for k, v in defaults.items()])
+    return cfg.validate()
+
+
+def _on_gpu(device: str) -> bool:
+    import torch
+    return device != "cpu" and torch.cuda.is_available()
+
+
+def _bf16_ok() -> bool:
+    import torch
+    return torch.cuda.is_bf16_supported()
+
+
+def cmd_prepare(args) -> dict:
+    from .data.prepare import prepare
+    return prepare(args.corpus, out=args.out, tokenizer=args.tokenizer,
+                   max_seq_len=args.max_seq_len, held_out_fraction=args.held_out_fraction,
+                   seed=args.seed, num_workers=args.workers)
 
 
 def cmd_pretrain(args) -> dict:
@@ -82,9 +113,22 @@ def build_parser() -> argparse.ArgumentParser:
     sets = dict(action="append", default=[], metavar="SECTION.KEY=VALUE",
                 help="override any config value (repeatable)")
 
+    p = sub.add_parser("prepare", help="stream a corpus into training shards (resumable)")
+    p.add_argument("--corpus", required=True,
+                   help="openwebtext, wikitext-103, pretrain-en, hf:NAME[:CONFIG], a path...")
+    p.add_argument("--tokenizer", default="bert-base-uncased",
+                   help="bert-base-uncased (the data dir's vocab), a vocab.txt or tokenizer dir")
+    p.add_argument("--out", required=True, help="where the shards go (run again to resume)")
+    p.add_argument("--max-seq-len", type=int, default=128)
+    p.add_argument("--held-out-fraction", type=float, default=0.02)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=0, help="tokenising processes (0: all cores)")
+    p.set_defaults(func=cmd_prepare)
+
     p = sub.add_parser("pretrain", help="pre-train an ELECTRA model")
     p.add_argument("--preset", default="nano", help=f"one of {sorted(PRESETS)} (default nano)")
     p.add_argument("--corpus", help="pydocs, pretrain-en, wikitext-2, hf:NAME[:CONFIG], a path...")
+    p.add_argument("--data", help="a `minielectra prepare --out` folder (replaces --corpus)")
     p.add_argument("--out", help="run directory (checkpoints, metrics.jsonl, config.json)")
     p.add_argument("--max-steps", type=int)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"])

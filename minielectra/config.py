@@ -132,6 +132,8 @@ class DataConfig:
     held_out_fraction: float = 0.02  # documents held out for evaluation, chosen by hash
     cache_dir: str | None = None  # default: ~/.cache/minielectra
     num_workers: int = 0  # processes for tokenisation; 0 = all cores
+    # A `minielectra prepare --out` folder: its shards and tokenizer replace corpus and vocab.
+    prepared: str | None = None
 
 
 @dataclass

@@ -82,10 +82,11 @@ def _start_pool(workers: int, tokenizer: WordPieceTokenizer, settings: BuildSett
             os.environ["TOKENIZERS_PARALLELISM"] = saved
 
 
-def _map_chunks(chunks, tokenizer, settings, workers: int):
+def _map_chunks(chunks, tokenizer, settings, workers: int, start: int = 0):
     """``build_chunk`` over the chunks, results in order. With several workers a process pool
-    gets at most two chunks per worker at a time, so a streamed corpus is never held whole."""
-    jobs = enumerate(chunks)
+    gets at most two chunks per worker at a time, so a streamed corpus is never held whole.
+    ``start`` is the index of the first chunk (a resumed ``prepare`` skips finished ones)."""
+    jobs = enumerate(chunks, start)
     first = next(jobs, None)
     if first is None:
         return
@@ -316,15 +317,20 @@ def _empty_message(corpus: Corpus, documents: int, held_out_fraction: float) -> 
 
 # ----------------------------------------------------------------------------------- batches
 def batch_iterator(dataset: PretrainingDataset, batch_size: int, *, seed: int = 0, start: int = 0,
-                   device: str | torch.device = "cpu", shuffle: bool = True, loop: bool = True
-                   ) -> Iterator[dict[str, torch.Tensor]]:
+                   device: str | torch.device = "cpu", shuffle: bool = True, loop: bool = True,
+                   rank: int = 0, world_size: int = 1) -> Iterator[dict[str, torch.Tensor]]:
     """Batches of ``input_ids``, ``attention_mask``, ``token_type_ids`` (b, n) int64.
 
     ``start`` is the number of batches already consumed, so a resumed run continues with exactly
     the batch it would have seen. Each epoch has its own permutation, drawn from (seed, epoch); the
     last incomplete batch of an epoch is dropped so every batch has the same shape. On a cuda
-    ``device`` the tensors are pinned, ready for ``.to(device, non_blocking=True)``.
+    ``device`` the tensors are pinned, ready for ``.to(device, non_blocking=True)``. With
+    ``world_size`` > 1 each batch is the ``rank``-th of ``world_size`` equal slices of the global
+    batch of ``batch_size`` (data-parallel training): a rank reads only its own rows.
     """
+    if world_size < 1 or not 0 <= rank < world_size or batch_size % world_size:
+        raise ValueError(f"batch_size {batch_size} must split evenly over world_size "
+                         f"{world_size} (rank {rank})")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if len(dataset) < batch_size:
@@ -341,7 +347,9 @@ def batch_iterator(dataset: PretrainingDataset, batch_size: int, *, seed: int = 
             order = np.random.default_rng([seed, epoch]).permutation(len(dataset))
         else:
             order = np.arange(len(dataset))
+        part = batch_size // world_size
         for b in range(first, per_epoch):
-            yield _collate(dataset, order[b * batch_size:(b + 1) * batch_size], pin)
+            begin = b * batch_size + rank * part
+            yield _collate(dataset, order[begin:begin + part], pin)
         epoch, first = epoch + 1, 0
 

@@ -26,6 +26,7 @@ import torch
 from ..config import RunConfig
 from ..data.corpus import open_corpus
 from ..data.dataset import build_dataset
+from ..data.prepare import load_prepared
 from ..data.tokenizer import resolve_tokenizer
 from ..model.electra import Electra
 from .checkpoints import checkpoint_dir, latest_checkpoint, list_checkpoints
@@ -106,8 +107,14 @@ def refuse_earlier_run(cfg: RunConfig) -> None:
 
 
 def prepare_data(cfg: RunConfig, *, tokenizer=None, progress: bool = True):
-    """Corpus -> WordPiece vocabulary (trained unless given) -> train and held-out datasets."""
+    """Corpus -> WordPiece vocabulary (trained unless given) -> train and held-out datasets;
+    or a ``prepare`` folder's tokenizer and shards (``data.prepared``)."""
     d = cfg.data
+    if d.prepared:
+        prepared_tokenizer, train, heldout = load_prepared(d.prepared, max_seq_len=d.max_seq_len)
+        if tokenizer is not None and tokenizer.vocab_hash != prepared_tokenizer.vocab_hash:
+            raise ValueError(f"--data {d.prepared}: its vocabulary is not the checkpoint's")
+        return tokenizer or prepared_tokenizer, train, heldout
     corpus = open_corpus(d.corpus, cache_dir=d.cache_dir)
     if tokenizer is None:  # trained on the training documents only
         tokenizer = resolve_tokenizer(d, corpus.split(d.held_out_fraction)[0])

@@ -1,0 +1,152 @@
+"""``minielectra prepare`` and ``pretrain --data``: shards, resume, refusals, training from them.
+
+References: the single-folder builder (``build_dataset``) for the shards' content, an
+uninterrupted ``prepare`` for a resumed one, and a count of the chunks actually built for "finished
+shards are not redone". A tiny corpus is written to tmp_path; chunks are made small so that it
+spans several shards.
+"""
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minielectra import cli
+from minielectra.config import apply_overrides, preset
+from minielectra.data import dataset as dataset_mod
+from minielectra.data import prepare as prepare_mod
+from minielectra.data.dataset import batch_iterator, build_dataset
+from minielectra.data.prepare import ShardedDataset, load_prepared, prepare
+from minielectra.data.tokenizer import WordPieceTokenizer
+
+WORDS = ("the cat dog sat on mat ran far away quick brown fox jumps over lazy river tree "
+         "house green blue red small big old new day night sun moon star sky").split()
+CHUNK = 400  # characters per chunk: the tiny corpus makes ~25 chunks
+
+
+@pytest.fixture
+def corpus_file(tmp_path) -> Path:
+    rng = random.Random(0)
+    docs = ["\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 12)))
+                      for _ in range(rng.randint(3, 6))) for _ in range(60)]
+    path = tmp_path / "tiny.txt"
+    path.write_text("\n\n".join(docs) + "\n")
+    return path
+
+
+@pytest.fixture
+def vocab(tmp_path) -> Path:
+    tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])
+    tok.save(tmp_path / "tok")
+    return tmp_path / "tok" / "vocab.txt"
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(prepare_mod, "CHUNK_CHARS", CHUNK)
+    monkeypatch.setattr(dataset_mod, "CHUNK_CHARS", CHUNK)
+
+
+def run_prepare(corpus_file, vocab, out, **kw):
+    options = dict(tokenizer=str(vocab), max_seq_len=16, held_out_fraction=0.2,
+                   chunks_per_shard=4, num_workers=1, progress=False)
+    return prepare(str(corpus_file), out=out, **{**options, **kw})
+
+
+def arrays(ds) -> dict[str, np.ndarray]:
+    rows = np.arange(len(ds))
+    return {"input_ids": ds.input_ids[rows], "token_type_ids": ds.token_type_ids[rows],
+            "lengths": ds.lengths[rows]}
+
+
+def test_shards_hold_exactly_the_single_folder_builders_examples(corpus_file, vocab, tmp_path,
+                                                                  cache_dir):
+    summary = run_prepare(corpus_file, vocab, tmp_path / "out")
+    assert summary["train"]["shards"] >= 3  # the test is about several shards
+    tok = WordPieceTokenizer.from_vocab_file(vocab)
+    for split in ("train", "heldout"):
+        reference = build_dataset(str(corpus_file), tok, max_seq_len=16, split=split,
+                                  held_out_fraction=0.2, num_workers=1, progress=False,
+                                  cache_dir=cache_dir)
+        sharded = ShardedDataset(tmp_path / "out" / split)
+        assert len(sharded) == len(reference) == summary[split]["num_examples"]
+        for name, values in arrays(sharded).items():
+            np.testing.assert_array_equal(values, arrays(reference)[name], err_msg=name)
+    # batches over shard borders: the same rows as from the one-folder dataset
+    a = next(batch_iterator(sharded, 5, seed=3))
+    b = next(batch_iterator(reference, 5, seed=3))
+    for k in a:
+        assert (a[k] == b[k]).all(), k
+
+
+def test_an_interrupted_prepare_resumes_without_redoing_finished_shards(corpus_file, vocab,
+                                                                        tmp_path, monkeypatch):
+    run_prepare(corpus_file, vocab, tmp_path / "straight")
+    real_write, written = prepare_mod._write_shard, []
+
+    def crash_on_third(root, index, results, **kw):
+        if len(written) == 2:
+            list(results)  # the third shard's chunks are built, then the process dies
+            raise KeyboardInterrupt
+        written.append(index)
+        return real_write(root, index, results, **kw)
+
+    monkeypatch.setattr(prepare_mod, "_write_shard", crash_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        run_prepare(corpus_file, vocab, tmp_path / "resumed")
+    monkeypatch.setattr(prepare_mod, "_write_shard", real_write)
+
+    built = []
+    real_build = dataset_mod.build_chunk
+    monkeypatch.setattr(dataset_mod, "build_chunk",
+                        lambda index, *a: built.append(index) or real_build(index, *a))
+    run_prepare(corpus_file, vocab, tmp_path / "resumed")
+    train_built = built[:built.index(0)]  # then the held-out split starts again at chunk 0
+    assert train_built[0] == 2 * 4 == min(train_built)  # 2 finished shards of 4 chunks kept
+    for split in ("train", "heldout"):
+        a, b = (ShardedDataset(tmp_path / d / split) for d in ("straight", "resumed"))
+        for name, values in arrays(a).items():
+            np.testing.assert_array_equal(values, arrays(b)[name], err_msg=f"{split} {name}")
+
+
+def test_prepare_refuses_a_folder_written_with_other_settings(corpus_file, vocab, tmp_path):
+    run_prepare(corpus_file, vocab, tmp_path / "out")
+    with pytest.raises(ValueError, match="max_seq_len"):
+        run_prepare(corpus_file, vocab, tmp_path / "out", max_seq_len=32)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not empty"):
+        run_prepare(corpus_file, vocab, tmp_path / "other")
+
+
+def test_pretrain_data_uses_the_folders_tokenizer_and_shards(corpus_file, vocab, tmp_path):
+    run_prepare(corpus_file, vocab, tmp_path / "data")
+    with pytest.raises(ValueError, match="16 tokens"):
+        load_prepared(tmp_path / "data", max_seq_len=32)
+    from minielectra.training.loop import pretrain
+    cfg = apply_overrides(preset("nano"), [
+        f"data.prepared={tmp_path / 'data'}", "data.corpus=/nonexistent", "data.max_seq_len=16",
+        "model.embedding_size=8", "model.hidden_size=16", "model.num_layers=1",
+        "model.num_heads=2", "model.intermediate_size=32", "model.max_position_embeddings=16",
+        "train.batch_size=4", "train.max_steps=3", "train.eval_examples=8",
+        "train.max_minutes=0", "train.milestones=()", f"train.out_dir={tmp_path / 'run'}"])
+    summary = pretrain(cfg, progress=False)
+    saved = WordPieceTokenizer.load(Path(summary["checkpoint"]))
+    assert saved.tokens == WordPieceTokenizer.from_vocab_file(vocab).tokens
+    assert summary["heldout"]["examples"] == 8
+
+
+def test_cli_prepare_then_pretrain_data(corpus_file, vocab, tmp_path, capsys):
+    out = tmp_path / "data"
+    assert cli.main(["prepare", "--corpus", str(corpus_file), "--tokenizer", str(vocab),
+                     "--out", str(out), "--max-seq-len", "16", "--workers", "1",
+                     "--held-out-fraction", "0.2"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["train"]["num_examples"] == len(ShardedDataset(out / "train"))
+    args = cli.build_parser().parse_args(["pretrain", "--preset", "small", "--data", str(out),
+                                          "--device", "cpu"])
+    cfg = cli.pretrain_config(args)
+    assert cfg.data.prepared == str(out)
+    assert (cfg.train.precision, cfg.train.compile) == ("fp32", False)  # CPU: no GPU defaults
