@@ -64,7 +64,10 @@ def cmd_prepare(args) -> dict:
                    seed=args.seed, num_workers=args.workers)
 
 
-def cmd_pretrain(args) -> dict:
+def cmd_pretrain(args) -> dict | None:
+    from .distributed.ddp import launched, pretrain_distributed
+    if launched():  # under torchrun: one process per GPU, rank 0 prints
+        return pretrain_distributed(pretrain_config(args), resume=args.resume)
     from .training.loop import pretrain
     return pretrain(pretrain_config(args), resume=args.resume)
 

@@ -19,28 +19,31 @@ from tqdm.auto import tqdm
 
 from ..config import RunConfig
 from ..data.dataset import batch_iterator
-from .checkpoints import (milestone_steps, prune_checkpoints, restore_trainer_state,
-                          save_checkpoint, trainer_state)
+from .checkpoints import (checkpoint_dir, milestone_steps, prune_checkpoints,
+                          restore_trainer_state, save_checkpoint, trainer_state)
 from .device import resolve_device
 from .evaluate import evaluate_model, heldout_batches
 from .optim import build_optimizer, lr_at, set_lr
 from .setup import (model_and_data, prepare_out_dir, check_types, refuse_earlier_run,
                     resume_point)
+from .ranks import Ranks, seed_slice
 from .step import MetricsLog, NanGuard, train_step
 
 
 def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
              until_step: int | None = None,
-             on_record: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+             on_record: Callable[[dict[str, Any]], None] | None = None,
+             ranks: Ranks = Ranks()) -> dict[str, Any]:
     """Pre-train ELECTRA as ``cfg`` says; returns the held-out metrics and the checkpoint path.
 
     ``resume=True`` continues from the latest checkpoint in ``train.out_dir`` (same config
     required); without it, a ``train.out_dir`` that holds checkpoints is refused. ``until_step``
     stops early (with a checkpoint) as an interruption would, without changing the schedule; the
     tests use it to split a run in two. ``on_record`` is called with every record written to
-    ``metrics.jsonl`` (``"kind": "train"`` or ``"eval"``), e.g. to update live curves.
+    ``metrics.jsonl`` (``"kind": "train"`` or ``"eval"``), e.g. to update live curves. ``ranks``:
+    this process's place in a data-parallel run (:mod:`.ranks`, :mod:`minielectra.distributed`).
     """
-    run = Run(cfg, resume=resume, progress=progress, on_record=on_record)
+    run = Run(cfg, resume=resume, progress=progress, on_record=on_record, ranks=ranks)
     stop = run.train(until_step)
     summary = run.finish(stop)
     if progress:
@@ -52,11 +55,14 @@ class Run:
     """One pre-training run: what it holds between steps, and the loop's named pieces."""
 
     def __init__(self, cfg: RunConfig, *, resume: bool, progress: bool,
-                 on_record: Callable[[dict[str, Any]], None] | None = None):
+                 on_record: Callable[[dict[str, Any]], None] | None = None,
+                 ranks: Ranks = Ranks()):
         self.start_time = time.perf_counter()
         check_types(cfg)
         cfg.validate()
         self.cfg, t = cfg, cfg.train
+        self.ranks = ranks
+        ranks.check(t.batch_size)
         self.t, self.progress = t, progress
         self.device = resolve_device(t)  # refuses fp16/bf16 without a GPU, before any data work
         ckpt = resume_point(cfg) if resume else None
@@ -69,18 +75,23 @@ class Run:
         self.sampler = torch.Generator(device=self.device).manual_seed(t.seed + 1)
         self.step = (restore_trainer_state(ckpt, self.optimizer, self.scaler, self.sampler)
                      if ckpt is not None else 0)
-        metrics_path, evaluated = prepare_out_dir(cfg, self.model, self.step,
-                                                   resumed=ckpt is not None)
+        metrics_path, evaluated = None, set(range(self.step + 1))  # only rank 0 writes
+        if ranks.main:
+            metrics_path, evaluated = prepare_out_dir(cfg, self.model, self.step,
+                                                       resumed=ckpt is not None)
 
-        self.net = torch.compile(self.model) if t.compile else self.model  # static shapes
+        self.net = ranks.wrap(self.model)  # DDP: gradients averaged over the ranks
+        self.net = torch.compile(self.net) if t.compile else self.net  # static shapes
         # CPU tensors (pinned for cuda), moved to the device in train_step.
         self.batches = batch_iterator(train_ds, t.batch_size, seed=t.seed,
-                                      start=self.step * t.grad_accum, device=self.device)
+                                      start=self.step * t.grad_accum, device=self.device,
+                                      rank=ranks.rank, world_size=ranks.world_size)
         self.eval_data = list(heldout_batches(heldout_ds, batch_size=t.batch_size,
                                               max_examples=t.eval_examples, device=self.device))
         self.bar = tqdm(total=t.max_steps, initial=self.step, disable=not progress,
                         desc="pretrain", dynamic_ncols=True)
-        self.log = MetricsLog(metrics_path, self.bar, self.start_time, on_record=on_record)
+        self.log = MetricsLog(metrics_path, self.bar, self.start_time, on_record=on_record,
+                              reduce=ranks.reduce)
         self.guard, self.last_saved = NanGuard(), ckpt
         self.milestones = milestone_steps(t)
         if ckpt is not None and self.evaluation_due() and self.step not in evaluated:
@@ -95,12 +106,19 @@ class Run:
         return result
 
     def checkpoint(self) -> Path:
+        if not self.ranks.main:  # rank 0 writes; the others hold the same weights
+            return checkpoint_dir(self.t.out_dir) / f"step_{self.step:07d}"
         with self.log.paused():
             state = trainer_state(self.step, self.optimizer, self.scaler, self.sampler, self.t)
             path = save_checkpoint(out_dir=self.t.out_dir, step=self.step, model=self.model,
                                    cfg=self.cfg, state=state)
             prune_checkpoints(self.t.out_dir, self.t)
         return path
+
+    def reseed(self, micro: int) -> None:
+        """Dropout and masking of this rank's slice of micro-batch ``micro`` (see :mod:`.ranks`)."""
+        t = self.t
+        seed_slice(t.seed, self.ranks.slice_index(self.step, micro, t.grad_accum), self.sampler)
 
     def evaluation_due(self) -> bool:
         t = self.t
@@ -111,9 +129,11 @@ class Run:
             return "max_steps"
         if until_step is not None and self.step >= until_step:
             return "until_step"
-        if self.t.max_minutes and time.perf_counter() - self.start_time >= 60 * self.t.max_minutes:
-            return "max_minutes"
-        return None
+        late = bool(self.t.max_minutes) and (time.perf_counter() - self.start_time
+                                             >= 60 * self.t.max_minutes)
+        if self.ranks.world_size > 1:  # all ranks stop at one step: agree at log steps only,
+            late = self.step % self.t.log_every == 0 and self.ranks.any(late)  # (they sync there)
+        return "max_minutes" if late else None
 
     def train(self, until_step: int | None = None) -> str:
         """Step until a stop condition; returns which one stopped the run."""
@@ -123,7 +143,8 @@ class Run:
                 lr = lr_at(self.step, t)
                 set_lr(self.optimizer, lr, t, self.step)
                 stats = train_step(self.net, self.batches, self.optimizer, self.scaler, t=t,
-                                   device=self.device, sampler=self.sampler)
+                                   device=self.device, sampler=self.sampler,
+                                   reseed=self.reseed)
                 self.step += 1
                 self.bar.update(1)
                 self.guard.add(self.step, stats.pop("finite"))

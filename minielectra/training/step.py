@@ -26,18 +26,22 @@ class TrainingDiverged(RuntimeError):
 
 def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim.Optimizer,
                scaler, *, t: TrainConfig, device: torch.device,
-               sampler: torch.Generator) -> dict[str, torch.Tensor]:
+               sampler: torch.Generator,
+               reseed: Callable[[int], None] | None = None) -> dict[str, torch.Tensor]:
     """One update: ``grad_accum`` micro-batches, clip at ``grad_clip``, optimiser step.
 
     Returns detached per-step sums (``tokens``) and means (losses, metrics, ``grad_norm``), and
     ``finite``, a 0-dim bool tensor that is False when the loss (or, without an fp16 gradient
     scaler, the gradient norm) was NaN/inf. ``finite`` is not read here: reading a GPU value makes
     the CPU wait until the GPU has finished the step, which would empty the queue every step. The
-    loop reads all the flags at once when it waits anyway (:class:`NanGuard`).
+    loop reads all the flags at once when it waits anyway (:class:`NanGuard`). ``reseed(i)`` is
+    called before micro-batch ``i`` (the loop seeds each slice's randomness, see ``ranks``).
     """
     optimizer.zero_grad(set_to_none=True)
     stats: dict[str, torch.Tensor] = {}
-    for _ in range(t.grad_accum):
+    for micro in range(t.grad_accum):
+        if reseed is not None:
+            reseed(micro)
         batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
         with autocast(device, t.precision):
             out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
@@ -94,9 +98,11 @@ class NanGuard:
 class MetricsLog:
     """Averages step statistics between log lines; writes ``metrics.jsonl`` and the tqdm bar."""
 
-    def __init__(self, path: Path, bar, start_time: float, *,
-                 on_record: Callable[[dict[str, Any]], None] | None = None):
+    def __init__(self, path: Path | None, bar, start_time: float, *,
+                 on_record: Callable[[dict[str, Any]], None] | None = None,
+                 reduce: Callable[[dict], dict] | None = None):
         self.path, self.bar, self.start, self.on_record = path, bar, start_time, on_record
+        self.reduce = reduce  # data-parallel: the mean over the ranks (path None: not rank 0)
         self.sums: dict[str, torch.Tensor] = {}
         self.steps, self.last_time, self.excluded = 0, time.perf_counter(), 0.0
 
@@ -106,6 +112,8 @@ class MetricsLog:
         self.steps += 1
 
     def write(self, record: dict[str, Any]) -> None:
+        if self.path is None:
+            return
         with open(self.path, "a") as f:
             f.write(json.dumps(record) + "\n")
         if self.on_record is not None:
@@ -124,6 +132,8 @@ class MetricsLog:
         if not self.steps:
             return None
         now = time.perf_counter()
+        if self.reduce is not None:
+            self.sums = self.reduce(self.sums)
         tokens = float(self.sums.pop("tokens"))
         seconds = now - self.last_time - self.excluded
         record = {"kind": "train", "step": step, "lr": lr,

@@ -1,0 +1,1 @@
+"""Data-parallel pre-training: torchrun + DistributedDataParallel (:mod:`.ddp`)."""

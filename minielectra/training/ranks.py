@@ -1,0 +1,64 @@
+"""What the loop knows about data-parallel training: plain values and callables, no torch.distributed.
+
+:mod:`minielectra.distributed` fills a :class:`Ranks` for a ``torchrun`` launch; a single process
+uses the default. Two choices make a run on N processes the same run as on one:
+
+- **The global batch is sliced, not multiplied.** ``train.batch_size`` is the paper's global
+  batch (128); rank r of N reads rows ``[r*b/N, (r+1)*b/N)`` of each global batch. Each slice's
+  loss is the mean over its own tokens, and the step's gradient is the mean over the slices (DDP
+  averages). That is what gradient accumulation does here, and what the official TPU code does
+  (TPUEstimator's CrossShardOptimizer averages the per-core gradients of per-core mean losses);
+  it differs from one mean over all the batch's tokens only in how sequences of different length
+  are weighted (by at most the spread of tokens per slice, ~1% at 128 x 128).
+- **Randomness is a function of (seed, slice).** Before each slice's forward pass, dropout (the
+  global RNG) and masking/sampling (the step's generator) are reseeded from (``train.seed``, the
+  slice's global index), :func:`seed_slice`. So slice k draws the same masks wherever it runs:
+  N processes with batch b equal one process with batch b/N and ``grad_accum`` N, up to float
+  rounding (tests/test_distributed.py), and a resumed run continues exactly without any RNG state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """This process's place in a data-parallel run (default: the only process)."""
+
+    rank: int = 0
+    world_size: int = 1
+    wrap: Callable[[torch.nn.Module], torch.nn.Module] = _same  # e.g. DistributedDataParallel
+    # Step statistics (device tensors) -> their mean over the ranks ("tokens": their sum).
+    reduce: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = _same
+    any: Callable[[bool], bool] = _same  # True on every rank when True on one (a stop signal)
+
+    @property
+    def main(self) -> bool:
+        """Rank 0 writes the config, the log and the checkpoints; the others only train."""
+        return self.rank == 0
+
+    def check(self, batch_size: int) -> None:
+        if batch_size % self.world_size:
+            raise ValueError(f"train.batch_size {batch_size} (the global batch) must be a "
+                             f"multiple of the number of processes, {self.world_size}")
+
+    def slice_index(self, step: int, micro: int, grad_accum: int) -> int:
+        """The global index of this rank's slice of micro-batch ``micro`` of ``step``."""
+        return (step * grad_accum + micro) * self.world_size + self.rank
+
+
+def seed_slice(seed: int, index: int, sampler: torch.Generator) -> None:
+    """Reseed dropout (global RNG) and ``sampler`` from (seed, slice index). Host-side only: a
+    generator's seed is set without waiting for the device."""
+    dropout, masking = np.random.SeedSequence([seed, index]).generate_state(2, np.uint64)
+    torch.manual_seed(int(dropout) >> 1)
+    sampler.manual_seed(int(masking) >> 1)
