@@ -92,9 +92,12 @@ def test_bad_config_is_an_error(tmp_path):
 
 
 def _edit_weights(path, edit):
+    """Rewrite the weights as a checkpoint without checksums.json would hold them (the sums
+    would otherwise refuse the edit before the state checks below ever see it)."""
     state = load_file(path / "model.safetensors")
     edit(state)
     save_file(state, path / "model.safetensors", metadata={"format": "pt"})
+    (path / "checksums.json").unlink()
 
 
 def test_wrong_shape_names_key_and_both_shapes(tmp_path):
@@ -211,6 +214,60 @@ def test_tokenizer_is_saved_and_reloaded(tmp_path):
 def test_missing_tokenizer_module_is_tolerated(tmp_path, monkeypatch, caplog):
     save_pretrained(tiny(), tmp_path / "ckpt")
     (tmp_path / "ckpt" / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+    (tmp_path / "ckpt" / "checksums.json").unlink()  # an older checkpoint: vocab unchecked
     monkeypatch.setitem(sys.modules, "minielectra.data.tokenizer", None)  # import now fails
     assert Electra.from_pretrained(tmp_path / "ckpt").tokenizer is None
     assert "tokenizer cannot be imported" in caplog.text
+
+
+# ------------------------------------------------------------------------ damaged files
+
+
+def test_checksums_cover_weights_and_vocab_not_json(tmp_path):
+    import hashlib
+    model = tiny()
+    model.tokenizer = _tokenizer()
+    save_pretrained(model, tmp_path / "ckpt", extra_files={"trainer_state.pt": b"state"})
+    sums = json.loads((tmp_path / "ckpt" / "checksums.json").read_text())["sha256"]
+    assert sorted(sums) == ["model.safetensors", "trainer_state.pt", "vocab.txt"]
+    for name, digest in sums.items():
+        assert hashlib.sha256((tmp_path / "ckpt" / name).read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
+def test_damaged_weights_are_named_not_loaded(tmp_path, damage):
+    save_pretrained(tiny(), tmp_path / "ckpt")
+    weights = tmp_path / "ckpt" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    if damage == "truncate":
+        weights.write_bytes(data[:len(data) // 2])
+    elif damage == "flip":  # one byte deep in a tensor: the file still parses
+        data[-100] ^= 0xFF
+        weights.write_bytes(data)
+    else:
+        weights.unlink()
+    with pytest.raises(model_storage.DamagedCheckpointError, match=r"model\.safetensors: "
+                       + ("missing" if damage == "delete" else "damaged")):
+        Electra.from_pretrained(tmp_path / "ckpt")
+
+
+def test_truncated_weights_without_checksums_are_named(tmp_path):
+    save_pretrained(tiny(), tmp_path / "ckpt")
+    (tmp_path / "ckpt" / "checksums.json").unlink()
+    weights = tmp_path / "ckpt" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: damaged or truncated"):
+        Electra.from_pretrained(tmp_path / "ckpt")
+
+
+def test_nan_weights_are_refused(tmp_path):
+    model = tiny()
+    with torch.no_grad():
+        model.discriminator.head_out.weight[0, 0] = float("nan")
+    save_pretrained(model, tmp_path / "ckpt")
+    with pytest.raises(CheckpointError, match=r"discriminator\.head_out\.weight holds NaN"):
+        Electra.from_pretrained(tmp_path / "ckpt")
+
+
+def test_bundled_checkpoint_lists_checksums_that_hold():
+    assert model_storage.verify_checksums(model_storage.BUNDLED)

@@ -304,14 +304,26 @@ def test_a_new_hub_revision_builds_anew(tmp_path, synthetic, monkeypatch):
     assert build_dataset("hf:someone/books", synthetic[1], **kwargs).directory != first.directory
 
 
-def test_a_damaged_cache_is_rebuilt(synthetic, tmp_path, caplog):
+@pytest.mark.parametrize("damage", ["truncated", "altered in range", "out of range, no sums"])
+def test_a_damaged_cache_is_rebuilt(synthetic, tmp_path, caplog, damage):
     first = build(synthetic, tmp_path)
     first_ids = np.array(first.input_ids)
     path = first.directory / "input_ids.npy"
-    path.write_bytes(path.read_bytes()[:1000])  # e.g. a full disk
+    if damage == "truncated":  # e.g. a full disk
+        path.write_bytes(path.read_bytes()[:1000])
+    else:
+        ids = np.load(path).copy()
+        ids[0, 1] = ids[0, 2] if damage == "altered in range" else 60_000
+        np.save(path, ids)
+    if damage == "out of range, no sums":  # a cache written before the sums were recorded
+        meta = json.loads((first.directory / "metadata.json").read_text())
+        del meta["sha256"]
+        (first.directory / "metadata.json").write_text(json.dumps(meta))
+    del first
     with caplog.at_level(logging.WARNING, logger="minielectra"):
         rebuilt = build(synthetic, tmp_path)
-    assert "unreadable" in caplog.text and np.array_equal(rebuilt.input_ids, first_ids)
+    assert "is damaged" in caplog.text and "input_ids.npy" in caplog.text
+    assert np.array_equal(rebuilt.input_ids, first_ids)
 
 
 # ------------------------------------------------------------------------- streams and memory

@@ -3,6 +3,7 @@
 import gzip
 import hashlib
 import json
+import logging
 import random
 import unicodedata
 
@@ -267,3 +268,20 @@ def test_settings_name_everything_the_ids_depend_on(small_tokenizer, monkeypatch
     monkeypatch.undo()
     monkeypatch.setattr(data_tokenizer.tokenizers, "__version__", "0.0.1")
     assert small_tokenizer.settings != settings
+
+
+def test_a_cached_vocabulary_cut_short_is_trained_again(tmp_path, cache_dir, caplog):
+    """A vocab.txt truncated in the cache still loads (as a smaller vocabulary); its sha256,
+    recorded when it was trained, is what tells."""
+    (tmp_path / "corpus.txt").write_text("\n".join(TEXT * 30) + "\n")
+    cfg = DataConfig(corpus=str(tmp_path / "corpus.txt"), vocab=None, vocab_size=80,
+                     held_out_fraction=0.0)
+    trained = resolve_tokenizer(cfg)
+    (vocab,) = cache_dir.glob("tokenizers/*/vocab.txt")
+    vocab.write_text("\n".join(trained.tokens[:20]) + "\n")  # still a valid vocab.txt
+    assert WordPieceTokenizer.load(vocab.parent).vocab_size == 20
+    with caplog.at_level(logging.WARNING, logger="minielectra"):
+        again = resolve_tokenizer(cfg)
+    assert "is damaged" in caplog.text and "vocab.txt" in caplog.text
+    assert again.tokens == trained.tokens and WordPieceTokenizer.load(vocab.parent).tokens == \
+        trained.tokens

@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from .corpus import default_cache_dir, open_corpus
 from .documents import Corpus
 from .examples import BuildSettings, _id_dtype, build_chunk
+from .files import first_damaged, sha256_sums
 from .tokenizer import WordPieceTokenizer
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ FORMAT_VERSION = 1  # bump when the builder's output changes, so old caches are 
 # Documents are grouped into chunks of about this many characters. Each chunk is tokenised and
 # built on its own with its own random stream, so the output does not depend on num_workers.
 CHUNK_CHARS = 1 << 20
+ARRAYS = ("input_ids.npy", "token_type_ids.npy", "lengths.npy")
 
 
 
@@ -226,17 +228,33 @@ def _load_cached(directory: Path, key: dict) -> PretrainingDataset | None:
     if not meta_path.is_file():
         return None
     try:
-        stored = json.loads(meta_path.read_text()).get("key")
+        meta = json.loads(meta_path.read_text())
+        stored = meta.get("key")
         if stored == key:
-            dataset = PretrainingDataset(directory)
-            log.info("examples: reusing %s (%d examples)", directory, len(dataset))
-            return dataset
+            problem = _damage(directory, meta)
+            if problem is None:
+                dataset = PretrainingDataset(directory)
+                log.info("examples: reusing %s (%d examples)", directory, len(dataset))
+                return dataset
+            log.warning("examples: cache %s is damaged (%s); rebuilding", directory, problem)
+            return None
         changed = sorted(k for k in set(key) | set(stored or {})
                          if (stored or {}).get(k) != key.get(k))
         log.warning("examples: cache %s was written by other settings (%s differ); rebuilding",
                     directory, ", ".join(changed))
     except (ValueError, OSError, KeyError) as e:
         log.warning("examples: cache %s is unreadable (%s); rebuilding", directory, e)
+    return None
+
+
+def _damage(directory: Path, meta: dict) -> str | None:
+    """What is wrong with a cache whose key matches: a file that differs from its recorded
+    sha256, or (caches written before the sums were) an id outside the vocabulary."""
+    if meta.get("sha256"):
+        return first_damaged(directory, meta["sha256"])
+    ids = np.load(directory / "input_ids.npy", mmap_mode="r")
+    if ids.size and int(ids.max()) >= meta["vocab_size"]:
+        return f"input_ids.npy holds id {int(ids.max())}, vocabulary size {meta['vocab_size']}"
     return None
 
 
@@ -279,7 +297,8 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
         # tokens in examples, [CLS]/[SEP] included; text past max_len is dropped (official)
         "example_tokens": int(np.load(directory / "lengths.npy", mmap_mode="r").sum()),
         "kept_text_tokens": kept_tokens,  # text tokens that made it into an example
-        "seconds": round(time.perf_counter() - start, 3), "read_stats": corpus.stats.as_dict()}
+        "seconds": round(time.perf_counter() - start, 3), "read_stats": corpus.stats.as_dict(),
+        "sha256": sha256_sums(directory, ARRAYS)}  # checked before every reuse
     (directory / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
     log.info("examples: %d examples from %d documents (%.1f MB of text) in %.1f s",
              metadata["num_examples"], documents, chars / 1e6, metadata["seconds"])

@@ -30,6 +30,8 @@ import tokenizers
 from tokenizers import (AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers,
                         trainers)
 
+from .files import first_damaged, sha256_sums
+
 if TYPE_CHECKING:
     from ..config import DataConfig
     from .corpus import Corpus
@@ -320,9 +322,9 @@ def _train_cached(corpus: "Corpus", vocab_size: int, cache_dir: Path) -> WordPie
                 "tokenizers": tokenizers.__version__}
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
     directory = cache_dir / "tokenizers" / f"{_safe_name(corpus.name)}-{vocab_size}-{key}"
-    if (directory / "vocab.txt").is_file():
-        log.info("tokenizer: reusing the vocabulary trained on %s in %s", corpus.name, directory)
-        return WordPieceTokenizer.load(directory)
+    cached = _load_trained(directory, corpus.name)
+    if cached is not None:
+        return cached
     log.info("tokenizer: training a %d-token WordPiece vocabulary on %s", vocab_size, corpus.name)
     try:
         tokenizer = WordPieceTokenizer.train(_capped(corpus.texts(), TRAIN_VOCAB_MAX_CHARS),
@@ -331,11 +333,38 @@ def _train_cached(corpus: "Corpus", vocab_size: int, cache_dir: Path) -> WordPie
         raise ValueError(f"corpus {corpus.name!r}: {e}") from None
     tmp = directory.with_name(f"{directory.name}.tmp{os.getpid()}")
     tokenizer.save(tmp)
+    (tmp / TRAINED).write_text(json.dumps({"sha256": sha256_sums(tmp, ["vocab.txt"])}) + "\n")
+    shutil.rmtree(directory, ignore_errors=True)  # a damaged one (_load_trained said so)
     try:
         os.replace(tmp, directory)  # atomic: an interrupted run leaves no half-written vocab
     except OSError:  # another process saved the same vocabulary first
         shutil.rmtree(tmp, ignore_errors=True)
     return tokenizer
+
+
+TRAINED = "trained.json"  # the sha256 of a cached vocab.txt, checked before it is reused
+
+
+def _load_trained(directory: Path, corpus_name: str) -> WordPieceTokenizer | None:
+    """The vocabulary cached in ``directory``, or None: absent, or damaged (a vocab.txt cut short
+    still loads, as a smaller vocabulary, and every id after the cut would silently change)."""
+    if not (directory / "vocab.txt").is_file():
+        return None
+    if not (directory / TRAINED).is_file():
+        log.info("tokenizer: %s was cached before its sha256 was recorded; training it again",
+                 directory)
+        return None
+    try:
+        sums = json.loads((directory / TRAINED).read_text())["sha256"]
+        problem = first_damaged(directory, sums)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        problem = f"{directory / TRAINED}: unreadable ({e.__class__.__name__})"
+    if problem is not None:
+        log.warning("tokenizer: cached vocabulary %s is damaged (%s); training it again",
+                    directory, problem)
+        return None
+    log.info("tokenizer: reusing the vocabulary trained on %s in %s", corpus_name, directory)
+    return WordPieceTokenizer.load(directory)
 
 
 def _ragged_positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

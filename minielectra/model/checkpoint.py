@@ -5,6 +5,8 @@ A checkpoint is a directory::
     model.safetensors   every weight once
     config.json         {"format": "minielectra", "version": 1, "model": {...}, "objective": {...}}
     vocab.txt           the tokenizer, when the model has one (+ tokenizer_config.json)
+    checksums.json      the sha256 of every file but the JSON ones, checked on load
+                        (older checkpoints without it still load, unchecked)
 
 The generator and the discriminator hold the *same* embedding modules (weight tying, paper
 section 3.2), so ``state_dict()`` lists those tensors twice. safetensors refuses aliased tensors;
@@ -21,20 +23,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 from collections.abc import Mapping
 from pathlib import Path
 
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig, _from_dict
 from . import hf
-from .storage import (CONFIG, CheckpointError, _aliases, atomic_dir, check_state, load_tokenizer,
-                      resolve_bundled)
+from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, atomic_dir, check_finite,
+                      check_state, load_tokenizer, resolve_bundled, verify_checksums,
+                      write_checksums)
 
 FORMAT, VERSION = "minielectra", 1
 WEIGHTS = "model.safetensors"
+# The files a model load reads (run_config.json and trainer_state.pt are the resume's to check).
+MODEL_FILES = (CONFIG, WEIGHTS, VOCAB, "tokenizer_config.json")
 
 # ------------------------------------------------------------------------ save and load
 
@@ -61,6 +67,7 @@ def save_pretrained(model: nn.Module, path: str | Path, *,
                 target.write_bytes(content)
             else:
                 target.write_text(content)
+        write_checksums(tmp)
     return path
 
 
@@ -74,15 +81,36 @@ def load_pretrained(path: str | Path, model_class: type[nn.Module], *,
         hint = (f"; an interrupted save left the previous checkpoint at {leftovers[-1]}"
                 if leftovers else "")
         raise FileNotFoundError(f"no checkpoint directory at {path}{hint}")
+    verify_checksums(path, MODEL_FILES)
     config = _read_json(path / CONFIG) if (path / CONFIG).is_file() else {}
     if config.get("format") == FORMAT:
         if generator is not None:
             raise ValueError(f"{path} is a minielectra checkpoint; generator= is for "
                              "transformers directories")
-        return _load_minielectra(path, config, model_class)
-    if hf.is_hf_dir(path):
+        model = _load_minielectra(path, config, model_class)
+    elif hf.is_hf_dir(path):
+        model = _load_hf(path, model_class, generator)
+    else:
+        raise _not_a_checkpoint(path)
+    check_finite(model, source=str(path))
+    return model
+
+
+def _load_hf(path: Path, model_class, generator) -> nn.Module:
+    try:
         return hf.load(path, model_class, generator=generator)
-    raise CheckpointError(f"{path} is neither a minielectra checkpoint ({CONFIG} with "
+    except pickle.UnpicklingError as e:  # torch.load(weights_only=True) refused to run code
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"{path}: a pytorch_model.bin holds more than tensors (a pickled "
+                              f"program, refused and not run: {first}); convert it to "
+                              "model.safetensors where it came from") from None
+    except SafetensorError as e:
+        raise CheckpointError(f"{path}: a model.safetensors is damaged or truncated ({e})"
+                              ) from None
+
+
+def _not_a_checkpoint(path: Path) -> CheckpointError:
+    return CheckpointError(f"{path} is neither a minielectra checkpoint ({CONFIG} with "
                           f"\"format\": \"{FORMAT}\") nor a transformers ELECTRA directory")
 
 
@@ -104,8 +132,12 @@ def _load_minielectra(path: Path, config: dict, model_class: type[nn.Module]) ->
     weights = path / WEIGHTS
     if not weights.is_file():
         raise FileNotFoundError(f"{path} has no {WEIGHTS}")
-    with safe_open(weights, framework="pt") as f:
-        found = {k: f.get_slice(k).get_shape() for k in f.keys()}
+    try:
+        with safe_open(weights, framework="pt") as f:
+            found = {k: f.get_slice(k).get_shape() for k in f.keys()}
+    except SafetensorError as e:  # a checkpoint without checksums.json, cut short
+        raise CheckpointError(f"{weights}: damaged or truncated, not a safetensors file ({e})"
+                              ) from None
     aliases = _aliases(model)
     duplicates = {n for rest in aliases.values() for n in rest}
     expected = {k: v.shape for k, v in model.state_dict().items() if k not in duplicates}

@@ -1,15 +1,17 @@
 """Safe checkpoint files: atomic directory writes, exact state checks, the bundled checkpoint.
 
 What every on-disk format of the model needs (minielectra's own, :mod:`.checkpoint`, and
-transformers', :mod:`.hf`), kept apart so that neither format imports the other. Two promises:
+transformers', :mod:`.hf`), kept apart so that neither format imports the other. Three promises:
 a write is atomic (:func:`atomic_dir`: a crash leaves the old checkpoint or none, never half a new
-one), and a load is never partial (:func:`check_state`: a missing, unexpected or mis-shaped tensor
-is an error that names it).
+one), a load is never partial (:func:`check_state`: a missing, unexpected or mis-shaped tensor
+is an error that names it), and a damaged file is named, not loaded (:func:`verify_checksums`
+against the sha256 sums written with the checkpoint; :func:`check_finite` for NaN weights).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -19,9 +21,11 @@ from pathlib import Path
 
 import torch
 
+from ..data.files import first_damaged, sha256_sums
+
 logger = logging.getLogger(__name__)
 
-CONFIG, VOCAB = "config.json", "vocab.txt"
+CONFIG, VOCAB, CHECKSUMS = "config.json", "vocab.txt", "checksums.json"
 
 # ------------------------------------------------------------------------ 1. checking a state
 
@@ -66,7 +70,53 @@ def _aliases(model: torch.nn.Module) -> dict[str, list[str]]:
     return {first: rest for first, *rest in names.values() if rest}
 
 
-# ------------------------------------------------------------------------ 2. atomic writes
+def check_finite(module: torch.nn.Module, *, source: str) -> None:
+    """Refuse weights holding NaN or inf: every output of such a model is meaningless, yet an
+    evaluation of it would still print numbers (AUC 0.5) and exit 0."""
+    for name, t in module.state_dict().items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise CheckpointError(f"{source}: tensor {name} holds NaN/inf values (the run that "
+                                  "wrote it diverged); use an earlier checkpoint")
+
+
+# ------------------------------------------------------------------------ 2. checksums
+
+
+class DamagedCheckpointError(CheckpointError):
+    """A file of a checkpoint is missing, truncated or altered since it was written."""
+
+
+def write_checksums(directory: Path) -> None:
+    """``checksums.json``: the sha256 of every file in ``directory`` but the JSON ones, written
+    inside the atomic directory before it is published, so that a later read can tell a damaged
+    file (a disk error, a truncated copy) from the one the run wrote. JSON files are left out:
+    their parser names what is wrong with them, and people edit them by hand; weights, the
+    optimiser state and vocab.txt have no other check (a vocab cut short still loads)."""
+    files = sorted(p for p in Path(directory).rglob("*") if p.is_file() and p.suffix != ".json")
+    sums = sha256_sums(directory, [p.relative_to(directory).as_posix() for p in files])
+    (Path(directory) / CHECKSUMS).write_text(json.dumps({"sha256": sums}, indent=2) + "\n")
+
+
+def verify_checksums(directory: Path, names=None) -> bool:
+    """Check the files ``checksums.json`` lists (only ``names`` among them, when given) against
+    their sha256; raise :class:`DamagedCheckpointError` naming the first that differs. Returns
+    False for a directory without ``checksums.json`` (older checkpoints: nothing to verify)."""
+    directory = Path(directory)
+    path = directory / CHECKSUMS
+    if not path.is_file():
+        return False
+    try:
+        sums = json.loads(path.read_text())["sha256"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise DamagedCheckpointError(f"{path}: unreadable ({e!r})") from None
+    problem = first_damaged(directory, {name: digest for name, digest in sums.items()
+                                        if names is None or name in names})
+    if problem:
+        raise DamagedCheckpointError(problem)
+    return True
+
+
+# ------------------------------------------------------------------------ 3. atomic writes
 
 
 @contextlib.contextmanager
@@ -125,7 +175,7 @@ def _fsync_tree(root: Path) -> None:
     _fsync(root)
 
 
-# ------------------------------------------------------------------------ 3. the tokenizer
+# ------------------------------------------------------------------------ 4. the tokenizer
 
 
 def load_tokenizer(directory: Path):

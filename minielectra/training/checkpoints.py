@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 import re
 import shutil
 from pathlib import Path
@@ -20,7 +21,7 @@ import torch
 from ..config import RunConfig, TrainConfig
 from ..model import checkpoint
 from ..model.electra import Electra
-from ..model.storage import resolve_bundled
+from ..model.storage import CheckpointError, resolve_bundled
 from .optim import load_optimizer_state, lr_at
 
 STATE_FILE = "trainer_state.pt"
@@ -52,7 +53,8 @@ def latest_checkpoint(out_dir: str | Path) -> Path | None:
 def resolve_checkpoint(checkpoint: str | Path) -> Path:
     """A checkpoint directory, a run directory (its latest checkpoint), or ``"bundled"``."""
     path = resolve_bundled(checkpoint)
-    if (path / "config.json").is_file() and any(path.glob("model.*")):
+    # model.safetensors, or a transformers export's pytorch_model.bin alone (finetune takes it too)
+    if (path / "config.json").is_file() and any(path.glob("*model.*")):
         return path
     latest = latest_checkpoint(path)
     if latest is None:
@@ -123,7 +125,11 @@ def trainer_state(step: int, optimizer, scaler, sampler: torch.Generator,
 def restore_trainer_state(ckpt: Path, optimizer, scaler, sampler: torch.Generator) -> int:
     """Load optimiser, scaler and RNG states from ``ckpt``; returns the step to continue from.
     The optimiser keeps this device's settings (fused on a GPU), see ``load_optimizer_state``."""
-    state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, pickle.UnpicklingError) as e:  # cut short, or not ours
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise CheckpointError(f"{ckpt / STATE_FILE}: damaged, cannot be read ({first})") from None
     load_optimizer_state(optimizer, state["optimizer"])
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])

@@ -1,0 +1,39 @@
+"""sha256 sums of the files minielectra writes and later reads back without rebuilding them.
+
+A cache (tokenised examples, a trained vocabulary) or a checkpoint is reused on the word of its
+name and its metadata; neither notices a file that was cut short by a full disk, flipped by a
+failing one, or edited. Each writer records the sums of what it wrote; each reader compares them
+before trusting the files: a damaged cache is rebuilt, a damaged checkpoint is named
+(:mod:`minielectra.model.storage`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_sums(directory: str | Path, names: Iterable[str]) -> dict[str, str]:
+    """``{name: sha256}`` of the files ``names`` (paths relative to ``directory``)."""
+    return {name: file_sha256(Path(directory) / name) for name in names}
+
+
+def first_damaged(directory: str | Path, sums: Mapping[str, str]) -> str | None:
+    """The first file of ``sums`` that is missing or whose content changed, with what is wrong
+    (``"<path>: damaged ..."``); None when every file matches."""
+    for name, expected in sums.items():
+        path = Path(directory) / name
+        if not path.is_file():
+            return f"{path}: missing"
+        if file_sha256(path) != expected:
+            return f"{path}: damaged (its sha256 differs from the one recorded when it was written)"
+    return None
