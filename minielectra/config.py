@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 Tying = Literal["none", "embeddings", "all"]
+Objective = Literal["electra", "mlm", "electra-15", "replace-mlm", "all-tokens-mlm"]
+Procedure = Literal["joint", "two-stage", "adversarial"]
 
 
 @dataclass
@@ -51,6 +53,7 @@ class ModelConfig:
     tying: Tying = "embeddings"
     # "sdpa" calls torch's fused scaled_dot_product_attention; "reference" writes the softmax out.
     attention: Literal["sdpa", "reference"] = "sdpa"
+    share_layers: bool = False  # ALBERT-style: one block's weights for every layer (ALECTRA)
     # Special ids (BERT uncased vocab by default); set from the tokenizer when a vocab is trained.
     pad_token_id: int = 0
     cls_token_id: int = 101
@@ -90,8 +93,12 @@ class ModelConfig:
 
 @dataclass
 class ObjectiveConfig:
-    """The replaced-token-detection objective (paper section 2)."""
+    """The replaced-token-detection objective (paper section 2) and its alternatives (3.2)."""
 
+    name: Objective = "electra"  # or an ablation of paper Table 5 (minielectra.objectives)
+    procedure: Procedure = "joint"  # electra only: or two-stage, adversarial (paper 3.2, app. F)
+    two_stage_fraction: float = 0.5  # two-stage: the generator's share of train.max_steps
+    adversarial_weight: float = 1.0  # adversarial: the REINFORCE term's weight
     mask_prob: float = 0.15
     # Of the selected positions: 85% -> [MASK], 15% keep the original, 0% random (BERT: 80/10/10).
     mask_token_prob: float = 0.85
@@ -115,6 +122,11 @@ class ObjectiveConfig:
                              f" got {self.mask_sampling!r}")
         if self.temperature <= 0:
             raise ValueError(f"objective.temperature must be positive, got {self.temperature}")
+        if self.procedure != "joint" and self.name != "electra":
+            raise ValueError(f"objective.procedure={self.procedure!r} needs objective.name="
+                             f"'electra' (it trains ELECTRA's two networks), got {self.name!r}")
+        if not 0 < self.two_stage_fraction < 1:
+            raise ValueError("objective.two_stage_fraction must be in (0, 1)")
 
 
 @dataclass
@@ -218,6 +230,10 @@ class RunConfig:
     def validate(self) -> "RunConfig":
         self.model.validate()
         self.objective.validate()
+        if self.objective.procedure == "two-stage" and (
+                self.model.generator_size != 1.0 or self.model.tying == "all"):
+            raise ValueError("objective.procedure='two-stage' copies the generator into the "
+                             "discriminator: it needs model.generator_size=1.0, tying != all")
         self.train.validate()
         if self.data.max_seq_len > self.model.max_position_embeddings:
             raise ValueError(f"data.max_seq_len {self.data.max_seq_len} exceeds "

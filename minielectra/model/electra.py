@@ -191,6 +191,8 @@ class Discriminator(nn.Module):
 
 # ------------------------------------------------------------------------- 6. the objective
 
+MLM_OBJECTIVES = ("mlm", "replace-mlm", "all-tokens-mlm")  # those that need `disc_mlm`
+
 
 @dataclass
 class ElectraOutput:
@@ -227,6 +229,11 @@ class Electra(nn.Module):
             self.generator = Generator(gen_cfg, embeddings=shared)
         else:
             self.generator = Generator(gen_cfg)
+        # The MLM baselines of paper Table 5 (minielectra.objectives: mlm, replace-mlm,
+        # all-tokens-mlm) predict token identities with the discriminator's encoder, so it gets
+        # an MLM head of its own; the encoder that fine-tunes stays `discriminator.encoder`.
+        self.disc_mlm = (Generator(config, encoder=self.discriminator.encoder)
+                         if self.objective.name in MLM_OBJECTIVES else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -243,19 +250,8 @@ class Electra(nn.Module):
         if attention_mask is None:
             attention_mask = input_ids != self.config.pad_token_id
         obj = self.objective
-        masked = mask_tokens(input_ids, attention_mask, self.config, obj, generator=generator)
-
-        # The generator predicts the originals; vocabulary logits only at the p masked slots
-        # (about 1/7 of the positions), which saves most of the output projection's cost.
-        gen_hidden = self.generator.encoder(masked.input_ids, attention_mask, token_type_ids)
-        slots = masked.positions[..., None].expand(-1, -1, gen_hidden.shape[-1])
-        gen_logits = self.generator.mlm_logits(gen_hidden.gather(1, slots))  # (b, p, v)
-        token_ce = F.cross_entropy(gen_logits.float().transpose(1, 2), masked.targets,
-                                   reduction="none")  # (b, p)
-        gen_loss = (token_ce * masked.weights).sum() / (masked.weights.sum() + 1e-6)
-
-        sampled = gumbel_max_sample(gen_logits, temperature=obj.temperature, generator=generator)
-        corrupted, is_replaced = replace_tokens(input_ids, attention_mask, masked, sampled)
+        masked, gen_logits, gen_loss, sampled, corrupted, is_replaced = self.corrupt(
+            input_ids, attention_mask, token_type_ids, generator=generator)
 
         disc_logits = self.discriminator(corrupted, attention_mask, token_type_ids)  # (b, n)
         weights = attention_mask.float()  # every real token, [CLS] and [SEP] included
@@ -267,6 +263,27 @@ class Electra(nn.Module):
         metrics = _metrics(gen_logits, masked, disc_logits, is_replaced, attention_mask)
         return ElectraOutput(loss, gen_loss, disc_loss, metrics, corrupted, is_replaced,
                              disc_logits, masked, gen_logits, sampled)
+
+    def corrupt(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None, *,
+                generator: torch.Generator | None = None) -> tuple:
+        """Steps 1-4: mask, let the generator predict, sample, replace. Returns ``(masked,
+        gen_logits (b, p, v), gen_loss, sampled (b, p), corrupted (b, n), is_replaced (b, n))``."""
+        masked = mask_tokens(input_ids, attention_mask, self.config, self.objective,
+                             generator=generator)
+        # The generator predicts the originals; vocabulary logits only at the p masked slots
+        # (about 1/7 of the positions), which saves most of the output projection's cost.
+        gen_hidden = self.generator.encoder(masked.input_ids, attention_mask, token_type_ids)
+        slots = masked.positions[..., None].expand(-1, -1, gen_hidden.shape[-1])
+        gen_logits = self.generator.mlm_logits(gen_hidden.gather(1, slots))  # (b, p, v)
+        token_ce = F.cross_entropy(gen_logits.float().transpose(1, 2), masked.targets,
+                                   reduction="none")  # (b, p)
+        gen_loss = (token_ce * masked.weights).sum() / (masked.weights.sum() + 1e-6)
+
+        sampled = gumbel_max_sample(gen_logits, temperature=self.objective.temperature,
+                                    generator=generator)
+        corrupted, is_replaced = replace_tokens(input_ids, attention_mask, masked, sampled)
+        return masked, gen_logits, gen_loss, sampled, corrupted, is_replaced
 
     # ---------------------------------------------------------------------- checkpoints
     @classmethod

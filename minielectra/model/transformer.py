@@ -73,14 +73,18 @@ class Encoder(nn.Module):
         # Each network keeps its own projection even when embeddings are shared (official code).
         self.embed_proj = (nn.Linear(cfg.embedding_size, cfg.hidden_size)
                            if cfg.embedding_size != cfg.hidden_size else nn.Identity())
-        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
+        # ALBERT-style sharing (model.share_layers, ALECTRA) keeps one block and applies it
+        # num_layers times: the compute of num_layers blocks, the parameters of one.
+        self.layers = nn.ModuleList(Block(cfg)
+                                    for _ in range(1 if cfg.share_layers else cfg.num_layers))
+        self.depth = cfg.num_layers
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         x = self.embed_proj(self.embeddings(input_ids, token_type_ids))  # (b, n, d)
         mask = padding_mask(attention_mask)  # (b, 1, 1, n) or None
-        for layer in self.layers:
-            x = layer(x, mask)
+        for i in range(self.depth):
+            x = self.layers[i % len(self.layers)](x, mask)
         return x
 
 

@@ -33,6 +33,7 @@ from ..config import RunConfig
 from ..data.corpus import open_corpus
 from ..data.dataset import build_dataset
 from ..model.electra import Electra
+from ..objectives.compute import DISCRIMINATIVE, compute
 from .checkpoints import resolve_checkpoint
 from .device import autocast
 
@@ -80,7 +81,10 @@ def heldout_batches(dataset, *, batch_size: int, max_examples: int | None = None
 @torch.no_grad()
 def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *, seed: int = 0,
                    precision: str = "fp32") -> dict[str, Any]:
-    """Corrupt ``batches`` with a generator seeded by ``seed`` and score the discriminator."""
+    """Corrupt ``batches`` with a generator seeded by ``seed`` and score the discriminator
+    (the MLM objectives have none: :func:`evaluate_mlm` scores their predictions instead)."""
+    if model.objective.name not in DISCRIMINATIVE:
+        return evaluate_mlm(model, batches, seed=seed, precision=precision)
     was_training = model.training
     model.eval()  # no dropout: the result depends only on the weights, the data and the seed
     device = next(model.parameters()).device
@@ -130,6 +134,32 @@ def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *
         "examples": n["examples"],
         "tokens": n["tokens"],
     }
+
+
+@torch.no_grad()
+def evaluate_mlm(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *, seed: int = 0,
+                 precision: str = "fp32") -> dict[str, Any]:
+    """Held-out metrics of an MLM objective (``mlm``, ``replace-mlm``, ``all-tokens-mlm``):
+    its loss and its accuracy at the masked positions, the examples weighted by their masks."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    rng = torch.Generator(device=device).manual_seed(seed)
+    n = dict(examples=0, masked=0.0, correct=0.0, loss=0.0)
+    for batch in batches:
+        with autocast(device, precision):
+            out = compute(model, batch["input_ids"], batch["attention_mask"],
+                          batch["token_type_ids"], generator=rng)
+        masked = float(out.masked.weights.sum())
+        n["examples"] += len(batch["input_ids"])
+        n["masked"] += masked
+        n["correct"] += float(out.metrics["mlm_accuracy"]) * masked
+        n["loss"] += float(out.disc_loss) * masked
+    model.train(was_training)
+    if not n["examples"]:
+        raise ValueError("evaluation got no examples (is the held-out split empty?)")
+    return {"objective": model.objective.name, "mlm_accuracy": n["correct"] / n["masked"],
+            "mlm_loss": n["loss"] / n["masked"], "examples": n["examples"]}
 
 
 def evaluate(checkpoint: str | Path, *, corpus: str | None = None,

@@ -143,7 +143,7 @@ class Run:
                 lr = lr_at(self.step, t)
                 set_lr(self.optimizer, lr, t, self.step)
                 stats = train_step(self.net, self.batches, self.optimizer, self.scaler, t=t,
-                                   device=self.device, sampler=self.sampler,
+                                   device=self.device, sampler=self.sampler, step=self.step,
                                    reseed=self.reseed)
                 self.step += 1
                 self.bar.update(1)
@@ -183,9 +183,13 @@ class Run:
 
 def print_summary(summary: dict[str, Any]) -> None:
     r = summary["heldout"]
-    print(f"held-out ({r['examples']} examples): disc_auc {r['disc_auc']:.4f} (without [CLS]/"
-          f"[SEP] {r['disc_auc_text']:.4f})  disc_accuracy {r['disc_accuracy']:.4f}  "
-          f"disc_precision {r['disc_precision']:.4f}  disc_recall {r['disc_recall']:.4f}  "
-          f"gen_accuracy {r['gen_accuracy']:.4f}")
+    if "disc_auc" not in r:  # an MLM objective (objectives.masked_lm): no discriminator
+        print(f"held-out ({r['examples']} examples): mlm_accuracy {r['mlm_accuracy']:.4f}  "
+              f"mlm_loss {r['mlm_loss']:.4f}")
+    else:
+        print(f"held-out ({r['examples']} examples): disc_auc {r['disc_auc']:.4f} (without [CLS]/"
+              f"[SEP] {r['disc_auc_text']:.4f})  disc_accuracy {r['disc_accuracy']:.4f}  "
+              f"disc_precision {r['disc_precision']:.4f}  disc_recall {r['disc_recall']:.4f}  "
+              f"gen_accuracy {r['gen_accuracy']:.4f}")
     print(f"checkpoint: {summary['checkpoint']}  (step {summary['step']}, stopped by "
           f"{summary['stopped_by']}, {summary['elapsed_s']} s)")

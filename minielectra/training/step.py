@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ..config import TrainConfig
+from ..objectives.compute import compute
 from .device import autocast
 
 class TrainingDiverged(RuntimeError):
@@ -26,7 +27,7 @@ class TrainingDiverged(RuntimeError):
 
 def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim.Optimizer,
                scaler, *, t: TrainConfig, device: torch.device,
-               sampler: torch.Generator,
+               sampler: torch.Generator, step: int = 0,
                reseed: Callable[[int], None] | None = None) -> dict[str, torch.Tensor]:
     """One update: ``grad_accum`` micro-batches, clip at ``grad_clip``, optimiser step.
 
@@ -44,8 +45,10 @@ def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim
             reseed(micro)
         batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
         with autocast(device, t.precision):
-            out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
-                        generator=sampler)
+            # objective.name picks the loss; the default is Electra.forward (objectives.compute)
+            out = compute(model, batch["input_ids"], batch["attention_mask"],
+                          batch["token_type_ids"], generator=sampler, step=step,
+                          max_steps=t.max_steps)
         loss = out.loss / t.grad_accum
         (scaler.scale(loss) if scaler is not None else loss).backward()
         parts = {"loss": out.loss, "gen_loss": out.gen_loss, "disc_loss": out.disc_loss,
@@ -140,8 +143,9 @@ class MetricsLog:
                   **{k: float(v) / self.steps for k, v in self.sums.items()},
                   "tokens_per_s": tokens / max(seconds, 1e-9), "elapsed_s": now - self.start}
         self.write(record)
-        self.bar.set_postfix(loss=f"{record['loss']:.3f}",
-                             disc_acc=f"{record['disc_accuracy']:.3f}",
+        # disc_accuracy for ELECTRA's objectives, mlm_accuracy for the MLM ones (objectives)
+        accuracy = record.get("disc_accuracy", record.get("mlm_accuracy", float("nan")))
+        self.bar.set_postfix(loss=f"{record['loss']:.3f}", acc=f"{accuracy:.3f}",
                              tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)
         self.sums, self.steps, self.last_time, self.excluded = {}, 0, now, 0.0
         return record

@@ -1,0 +1,2 @@
+"""Pre-training objectives: ELECTRA and the alternatives the paper compares it with (section 3.2,
+Table 5), one swappable piece of the training loop (``objective.name``, :mod:`.compute`)."""

@@ -1,0 +1,81 @@
+"""Training FLOPs per step of each objective, counted from the config (for equal-compute runs).
+
+The count is the paper's (appendix D, "FLOPs"): matrix multiplications only, 2 FLOPs per
+multiply-add, the backward pass twice the forward (a matmul's gradient needs one product for
+its input and one for its weight), so a trained part costs 3x its forward and a part run
+without gradients (two-stage's frozen generator) 1x. Embedding lookups, softmaxes, LayerNorms
+and the loss are left out: they are a few percent of a transformer's work.
+``tests/test_objectives.py`` checks the count against ``torch.utils.flop_counter``.
+
+Axis letters: b batch, n sequence, p masked slots, d width, f FFN width, e embedding width,
+v vocabulary, L layers.
+"""
+
+from __future__ import annotations
+
+from ..config import ModelConfig, RunConfig
+from ..model.electra import max_predictions
+from .discriminative import switch_step
+
+
+def encoder_flops(cfg: ModelConfig, b: int, n: int) -> int:
+    """One forward pass of an encoder over ``(b, n)`` tokens."""
+    d, f, e = cfg.hidden_size, cfg.intermediate_size, cfg.embedding_size
+    projection = 2 * b * n * e * d if e != d else 0
+    per_layer = (2 * b * n * d * 3 * d  # fused q, k, v
+                 + 2 * 2 * b * n * n * d  # q k^T and (attention) v
+                 + 2 * b * n * d * d  # output projection
+                 + 2 * 2 * b * n * d * f)  # FFN in and out
+    return projection + cfg.num_layers * per_layer  # a shared block still runs num_layers times
+
+
+def mlm_head_flops(cfg: ModelConfig, b: int, slots: int) -> int:
+    """The MLM head at ``slots`` positions per sequence: dense to e, then the (b, slots, v)
+    logits against the word-embedding matrix."""
+    return 2 * b * slots * (cfg.hidden_size * cfg.embedding_size
+                            + cfg.embedding_size * cfg.vocab_size)
+
+
+def disc_head_flops(cfg: ModelConfig, b: int, n: int) -> int:
+    """The discriminator's head (dense d -> d, then d -> 1) at every position."""
+    return 2 * b * n * (cfg.hidden_size * cfg.hidden_size + cfg.hidden_size)
+
+
+def forward_parts(cfg: RunConfig) -> dict[str, int]:
+    """Forward FLOPs of one micro-batch, split into the generator's and the kept network's."""
+    m, b, n = cfg.model, cfg.train.batch_size, cfg.data.max_seq_len
+    p = max_predictions(n, cfg.objective.mask_prob)
+    g = m.generator()
+    generator = encoder_flops(g, b, n) + mlm_head_flops(g, b, p)
+    encoder = encoder_flops(m, b, n)
+    kept = {"electra": encoder + disc_head_flops(m, b, n),
+            "electra-15": encoder + disc_head_flops(m, b, n),
+            "mlm": encoder + mlm_head_flops(m, b, p),
+            "replace-mlm": encoder + mlm_head_flops(m, b, p),
+            "all-tokens-mlm": encoder + mlm_head_flops(m, b, n) + disc_head_flops(m, b, n),
+            }[cfg.objective.name]
+    return {"generator": 0 if cfg.objective.name == "mlm" else generator, "kept": kept}
+
+
+def train_flops_per_step(cfg: RunConfig, *, stage: int | None = None) -> int:
+    """Training FLOPs of one optimiser step (``grad_accum`` micro-batches). For two-stage
+    training ``stage`` 1 (generator alone) or 2 (discriminator, frozen generator) is required."""
+    parts = forward_parts(cfg)
+    if cfg.objective.procedure == "two-stage":
+        if stage not in (1, 2):
+            raise ValueError("two-stage training: pass stage=1 or stage=2")
+        per_batch = (3 * parts["generator"] if stage == 1
+                     else parts["generator"] + 3 * parts["kept"])
+    else:
+        per_batch = 3 * (parts["generator"] + parts["kept"])
+    return per_batch * cfg.train.grad_accum
+
+
+def run_flops(cfg: RunConfig, steps: int | None = None) -> int:
+    """Training FLOPs of ``steps`` steps (default ``train.max_steps``)."""
+    steps = cfg.train.max_steps if steps is None else steps
+    if cfg.objective.procedure != "two-stage":
+        return steps * train_flops_per_step(cfg)
+    first = min(steps, switch_step(cfg.objective, cfg.train.max_steps))
+    return (first * train_flops_per_step(cfg, stage=1)
+            + (steps - first) * train_flops_per_step(cfg, stage=2))

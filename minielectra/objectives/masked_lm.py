@@ -1,0 +1,144 @@
+"""The masked-language-model objectives of paper Table 5: BERT's MLM and the two steps between it
+and ELECTRA (Clark et al. 2020, section 3.2, "Replace MLM" and "All-Tokens MLM").
+
+In all three the network we keep predicts token *identities* with an MLM head; it is
+``model.discriminator.encoder`` with the head ``model.disc_mlm``, so the checkpoint format and
+fine-tuning are those of an ELECTRA discriminator.
+
+- ``mlm``: BERT. Mask 15% of the tokens; of those 80% become [MASK], 10% a random token, 10%
+  stay as they are; predict the originals at the masked positions only. No generator runs.
+- ``replace-mlm``: ELECTRA's generator corrupts the input as in ELECTRA (its own MLM loss,
+  trained jointly); the kept network predicts the originals at the masked positions. The paper
+  uses it to measure what [MASK] tokens in pre-training (and their absence in fine-tuning) cost.
+- ``all-tokens-mlm``: the same corrupted input, but the originals of *all* tokens are predicted,
+  through the paper's copy mechanism: a sigmoid gate ``D`` (the discriminator's own head) puts
+  ``D`` on the input token and ``1 - D`` on the softmax,
+  ``P(x_t | corrupted) = D * 1[x_t = input_t] + (1 - D) * softmax(...)[x_t]``.
+
+Every function returns an :class:`ElectraOutput`; ``disc_loss`` is the kept network's loss and
+``gen_loss`` the generator's (0 for ``mlm``). Axis letters: b batch, n sequence, p masked slots,
+v vocabulary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch.nn.functional as F
+
+from ..config import ObjectiveConfig
+from ..model.electra import ElectraOutput, Generator, MaskedInputs, mask_tokens
+
+
+def bert_masking(model) -> ObjectiveConfig:
+    """The objective config with BERT's 80/10/10 (ELECTRA's generator input uses 85/15/0)."""
+    return dataclasses.replace(model.objective, mask_token_prob=0.8, random_token_prob=0.1)
+
+
+def slot_logits(net: Generator, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None, positions: torch.Tensor) -> torch.Tensor:
+    """``net``'s vocabulary logits at ``positions`` (b, p) only: ``(b, p, v)``. The output
+    projection is the largest matmul of a small model; BERT, too, computes it at masked slots."""
+    hidden = net.encoder(input_ids, attention_mask, token_type_ids)  # (b, n, d)
+    slots = positions[..., None].expand(-1, -1, hidden.shape[-1])
+    return net.mlm_logits(hidden.gather(1, slots))
+
+
+def masked_ce(logits: torch.Tensor, masked: MaskedInputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy over the used slots, and the accuracy there (detached)."""
+    w = masked.weights  # (b, p)
+    token_ce = F.cross_entropy(logits.float().transpose(1, 2), masked.targets, reduction="none")
+    loss = (token_ce * w).sum() / (w.sum() + 1e-6)
+    correct = (logits.detach().argmax(-1) == masked.targets).float()
+    return loss, (correct * w).sum() / w.sum().clamp_min(1)
+
+
+def _fractions(masked: MaskedInputs, attention_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    return {"masked_fraction": masked.weights.sum().detach() / attention_mask.sum().clamp_min(1)}
+
+
+def mlm(model, input_ids, attention_mask, token_type_ids=None, *,
+        generator: torch.Generator | None = None) -> ElectraOutput:
+    """BERT's masked LM on the encoder we keep (the baseline of paper Tables 1 and 5)."""
+    masked = mask_tokens(input_ids, attention_mask, model.config, bert_masking(model),
+                         generator=generator)
+    logits = slot_logits(model.disc_mlm, masked.input_ids, attention_mask, token_type_ids,
+                         masked.positions)  # (b, p, v)
+    loss, accuracy = masked_ce(logits, masked)
+    metrics = {"mlm_accuracy": accuracy, **_fractions(masked, attention_mask)}
+    return ElectraOutput(loss, loss.new_zeros(()), loss, metrics, corrupted_ids=masked.input_ids,
+                         masked=masked, gen_logits=logits)
+
+
+def replace_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
+                generator: torch.Generator | None = None) -> ElectraOutput:
+    """MLM on generator samples instead of [MASK]: loss at the masked positions only."""
+    obj = model.objective
+    masked, gen_logits, gen_loss, sampled, corrupted, is_replaced = model.corrupt(
+        input_ids, attention_mask, token_type_ids, generator=generator)
+    logits = slot_logits(model.disc_mlm, corrupted, attention_mask, token_type_ids,
+                         masked.positions)  # (b, p, v): the originals, from the corrupted text
+    loss, accuracy = masked_ce(logits, masked)
+    # The generator keeps its usual MLM loss (weight gen_weight); the kept network's loss is a
+    # cross-entropy like the generator's, so it gets weight 1, not ELECTRA's 50 (that weight
+    # balances a binary loss against a 30k-way one).
+    total = obj.gen_weight * gen_loss + loss
+    metrics = {"mlm_accuracy": accuracy, "gen_accuracy": _gen_accuracy(gen_logits, masked),
+               "replaced_fraction": is_replaced.sum() / attention_mask.sum().clamp_min(1),
+               **_fractions(masked, attention_mask)}
+    return ElectraOutput(total, gen_loss, loss, metrics, corrupted, is_replaced, None, masked,
+                         gen_logits, sampled)
+
+
+def copy_log_prob(vocab_logits: torch.Tensor, gate_logits: torch.Tensor,
+                  input_ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``log P(target)`` under the copy mechanism, ``(b, n)``.
+
+    ``P = D * 1[target = input] + (1 - D) * softmax(vocab_logits)[target]`` with
+    ``D = sigmoid(gate_logits)``, computed in log space: ``log(1 - D) = logsigmoid(-z)``.
+    """
+    log_softmax = vocab_logits.float().log_softmax(-1).gather(-1, targets[..., None])[..., 0]
+    from_softmax = F.logsigmoid(-gate_logits.float()) + log_softmax
+    copied = F.logsigmoid(gate_logits.float())
+    copied = copied.masked_fill(input_ids != targets, float("-inf"))  # nothing to copy
+    return torch.logaddexp(copied, from_softmax)
+
+
+def all_tokens_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
+                   generator: torch.Generator | None = None) -> ElectraOutput:
+    """Predict every token's original from the corrupted input, with the copy gate."""
+    obj = model.objective
+    masked, gen_logits, gen_loss, sampled, corrupted, is_replaced = model.corrupt(
+        input_ids, attention_mask, token_type_ids, generator=generator)
+    hidden = model.discriminator.encoder(corrupted, attention_mask, token_type_ids)  # (b, n, d)
+    vocab_logits = model.disc_mlm.mlm_logits(hidden)  # (b, n, v): every position this time
+    d = model.discriminator
+    # The gate is the discriminator's own head: D(x_t) ~ P(original), the mirror of ELECTRA's.
+    gate_logits = d.head_out(F.gelu(d.head_dense(hidden))).squeeze(-1)  # (b, n)
+    log_p = copy_log_prob(vocab_logits, gate_logits, corrupted, input_ids)  # (b, n)
+    w = attention_mask.float()  # every real token, as ELECTRA's discriminator loss
+    loss = -(log_p * w).sum() / (w.sum() + 1e-6)
+    with torch.no_grad():
+        p_copy = torch.sigmoid(gate_logits.float())
+        p_token = p_copy * (corrupted == input_ids) + (1 - p_copy) * vocab_logits.float().softmax(
+            -1).gather(-1, corrupted[..., None])[..., 0]  # P(the input token) under the model
+        pred = torch.where(p_token > 0.5, corrupted, vocab_logits.argmax(-1))
+        real = attention_mask.bool()
+        slots = masked.weights.bool()
+        pred_slots = pred.gather(1, masked.positions)
+    metrics = {"all_token_accuracy": ((pred == input_ids) & real).sum() / real.sum().clamp_min(1),
+               "mlm_accuracy": ((pred_slots == masked.targets) & slots).sum()
+               / slots.sum().clamp_min(1),
+               "gen_accuracy": _gen_accuracy(gen_logits, masked),
+               "replaced_fraction": is_replaced.sum() / real.sum().clamp_min(1),
+               **_fractions(masked, attention_mask)}
+    total = obj.gen_weight * gen_loss + loss
+    return ElectraOutput(total, gen_loss, loss, metrics, corrupted, is_replaced, -gate_logits,
+                         masked, gen_logits, sampled)
+
+
+@torch.no_grad()
+def _gen_accuracy(gen_logits: torch.Tensor, masked: MaskedInputs) -> torch.Tensor:
+    w = masked.weights
+    return ((gen_logits.argmax(-1) == masked.targets).float() * w).sum() / w.sum().clamp_min(1)
