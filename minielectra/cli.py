@@ -10,6 +10,7 @@ finetune    :func:`minielectra.tasks.finetune.finetune`      JSON score(s)
 glue        :func:`minielectra.tasks.suite.run_glue`         JSON (table on stderr)
 predict     :func:`minielectra.tasks.predict.run_predict`    JSON predictions
 convert     :func:`minielectra.model.convert.convert`        the output directory
+lessons     :func:`minielectra.lessons.copy_lessons`         JSON: the copied notebooks
 ==========  ===============================================  =================================
 """
 
@@ -109,6 +110,16 @@ def cmd_convert(args) -> dict:
     return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
 
 
+def cmd_lessons(args) -> dict:
+    from .lessons import copy_lessons
+    try:
+        result = copy_lessons(args.directory, force=args.force)
+    except FileExistsError as e:
+        raise ValueError(str(e)) from None
+    print(f"next: {result['next']}", file=sys.stderr)
+    return result
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="minielectra", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -187,6 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "directory that goes with an ElectraForPreTraining SRC")
     p.add_argument("--out", required=True, metavar="DST")
     p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("lessons", help="copy the course's notebooks into DIR")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("--force", action="store_true", help="overwrite lesson files already in DIR")
+    p.set_defaults(func=cmd_lessons)
     return parser
 
 

@@ -1,0 +1,86 @@
+"""``minielectra lessons DIR``: the course's notebooks reach a learner who has no checkout.
+
+The reference is the repository's ``notebooks/`` folder, read directly (not through the package):
+the command must copy exactly those files, and a wheel built from this tree must contain them.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from minielectra.cli import main
+from minielectra.lessons import copy_lessons, lesson_files
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+EXPECTED = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) + ["README.md"]
+
+
+def test_the_course_is_numbered_lessons():
+    stems = [n for n in EXPECTED if n.endswith(".ipynb")]
+    assert len(stems) >= 1
+    numbers = [int(n[:2]) for n in stems]
+    assert numbers == list(range(1, len(stems) + 1)), stems  # 01, 02, ... with no gaps
+    for n in stems:  # each notebook has a tutorial chapter of the same number and stem
+        assert (ROOT / "tutorial" / n.replace(".ipynb", ".md")).is_file(), n
+
+
+def test_lesson_files_are_the_repository_notebooks():
+    assert sorted(p.name for p in lesson_files()) == sorted(EXPECTED)
+
+
+def test_copy_lessons_copies_bytes_and_refuses_to_overwrite(tmp_path):
+    out = tmp_path / "course"
+    result = copy_lessons(out)
+    assert sorted(result["files"]) == sorted(EXPECTED)
+    for name in EXPECTED:
+        assert (out / name).read_bytes() == (NOTEBOOKS / name).read_bytes()
+    assert result["next"] == f"jupyter lab {out}"
+
+    edited = out / EXPECTED[0]
+    edited.write_text("my notes")
+    with pytest.raises(FileExistsError, match="--force"):
+        copy_lessons(out)
+    assert edited.read_text() == "my notes"  # nothing was touched
+    assert copy_lessons(out, force=True)["overwritten"]
+    assert edited.read_bytes() == (NOTEBOOKS / EXPECTED[0]).read_bytes()
+
+
+def test_cli_lessons(tmp_path, capsys):
+    out = tmp_path / "c"
+    assert main(["lessons", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["directory"] == str(out)
+    assert f"jupyter lab {out}" in captured.err
+    assert main(["lessons", str(out)]) == 2  # refused: one line, no traceback
+    assert "already exist" in capsys.readouterr().err
+    assert main(["lessons", str(out), "--force"]) == 0
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_notebooks(tmp_path):
+    if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode:
+        pytest.skip("pip is not available")
+    # From a copy of the sources: an in-tree build reuses build/, where stale files survive.
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "minielectra", src / "minielectra", symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(NOTEBOOKS, src / "notebooks", ignore=shutil.ignore_patterns(".*"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                           "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(src)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    wheel, = (tmp_path / "dist").glob("minielectra-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        shipped = {Path(n).name: z.read(n) for n in z.namelist()
+                   if n.startswith("minielectra/notebooks/")}
+    assert sorted(shipped) == sorted(EXPECTED)
+    for name, data in shipped.items():
+        assert data == (NOTEBOOKS / name).read_bytes(), name
