@@ -10,6 +10,7 @@ finetune    :func:`minielectra.tasks.finetune.finetune`      JSON score(s)
 glue        :func:`minielectra.tasks.suite.run_glue`         JSON (table on stderr)
 predict     :func:`minielectra.tasks.predict.run_predict`    JSON predictions
 convert     :func:`minielectra.model.convert.convert`        the output directory
+viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``  an HTML page, or JSON records
 lessons     :func:`minielectra.lessons.copy_lessons`         JSON: the copied notebooks
 ==========  ===============================================  =================================
 """
@@ -120,6 +121,22 @@ def cmd_lessons(args) -> dict:
     return result
 
 
+def cmd_viz(args):
+    from .viz.page import viz_run, viz_text
+    from .viz.scoring import parse_replacements
+    replace = parse_replacements(args.replace)
+    if args.run is None:
+        if args.text is None:
+            raise ValueError('give --text "a sentence" (or --run DIR for a run\'s report)')
+        return viz_text(args.checkpoint or "bundled", args.text, replace=replace, seed=args.seed,
+                        top_k=args.top_k, words=args.words, out=args.out, as_json=args.json)
+    if args.checkpoint is not None or args.json or args.out is None:
+        raise ValueError("--run DIR writes a page: give --out FILE.html, and no --checkpoint "
+                         "or --json")
+    return viz_run(args.run, out=args.out, text=args.text, replace=replace, seed=args.seed,
+                   words=args.words, heldout_examples=args.heldout_examples)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="minielectra", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -203,6 +220,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory", metavar="DIR")
     p.add_argument("--force", action="store_true", help="overwrite lesson files already in DIR")
     p.set_defaults(func=cmd_lessons)
+
+    p = sub.add_parser(
+        "viz", help="per-token views of the discriminator (HTML page or JSON records)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="The token strip of one text (--text): which tokens the generator replaced, "
+                    "with what,\nand the discriminator's P(replaced) for each; or a run's "
+                    "training report (--run).",
+        epilog="examples:\n"
+               "  minielectra viz --text \"The cat sat on the mat.\" --replace 2=dog "
+               "--out cat.html\n"
+               "  minielectra viz --text \"The cat sat on the mat.\" --seed 3 --json\n"
+               "  minielectra viz --run runs/nano --out nano.html")
+    p.add_argument("--checkpoint", metavar="DIR|bundled",
+                   help="a checkpoint dir (minielectra or transformers), a run dir (its latest "
+                        "checkpoint), or 'bundled' (default: bundled)")
+    p.add_argument("--text", help="the text to corrupt and score (with --run: default, the "
+                   "run's first held-out example)")
+    p.add_argument("--replace", action="append", default=[], metavar="POS=WORD",
+                   help="put WORD (one vocabulary entry) at word piece POS, counted from 1 after "
+                        "[CLS] (--json lists the pieces); repeatable. Without it the generator "
+                        "samples (default)")
+    p.add_argument("--seed", type=int, default=0, metavar="N",
+                   help="the sampling seed (default 0): the same seed gives the same picture")
+    p.add_argument("--top-k", type=int, default=5, metavar="K",
+                   help="generator alternatives per masked token (default 5)")
+    p.add_argument("--words", action="store_true",
+                   help="join word pieces into words in the figures (default: pieces)")
+    p.add_argument("--run", metavar="DIR", help="a `pretrain --out` dir: its training report, "
+                   "checkpoint slider and held-out calibration")
+    p.add_argument("--heldout-examples", type=int, default=512, metavar="N",
+                   help="with --run: held-out examples for calibration and precision-recall "
+                        "(default 512; 0: skip)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--out", metavar="FILE.html", help="write a standalone page (opens offline)")
+    g.add_argument("--json", action="store_true", help="print the records instead: one per "
+                   "word piece (token, original, replaced, p_replaced, top_k, masked...)")
+    p.set_defaults(func=cmd_viz)
     return parser
 
 

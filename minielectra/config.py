@@ -175,6 +175,7 @@ class TrainConfig:
     eval_examples: int = 512
     save_every: int = 0  # 0: only at the end
     keep_last: int = 2
+    keep_every: int = 0  # also keep every K-th save_every checkpoint (viz --run replays them)
     milestones: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5)  # the paper's partial checkpoints
     max_minutes: float = 0.0  # 0: no wall-clock limit; else stop (and save) after this long
     out_dir: str = "runs/electra"
@@ -190,7 +191,7 @@ class TrainConfig:
         for name in ("learning_rate", "adam_eps", "grad_clip"):
             if not 0 < getattr(self, name) < float("inf"):
                 refuse(name, "positive and finite")
-        for name in ("warmup_steps", "eval_every", "save_every", "seed"):
+        for name in ("warmup_steps", "eval_every", "save_every", "keep_every", "seed"):
             if getattr(self, name) < 0:
                 refuse(name, ">= 0 (0 means off)" if name != "seed" else ">= 0")
         if not 0 <= self.weight_decay < float("inf"):
@@ -200,6 +201,8 @@ class TrainConfig:
                 refuse(name, "in [0, 1)")
         if self.keep_last < 1:
             refuse("keep_last", ">= 1 (the latest checkpoint is what --resume needs)")
+        if self.keep_every and not self.save_every:
+            refuse("keep_every", "0 unless train.save_every is set (it keeps every K-th of those)")
         if not all(0 < f <= 1 for f in self.milestones):
             refuse("milestones", "fractions of max_steps in (0, 1]")
         if not 0 <= self.max_minutes < float("inf"):

@@ -79,7 +79,7 @@ BAD_TRAIN_VALUES = {
     "schedule": "cosine", "weight_decay": -0.01, "adam_beta1": 1.0, "adam_beta2": -0.5,
     "adam_eps": 0.0, "bias_correction": "yes", "grad_clip": 0.0, "grad_accum": 0,
     "device": "tpu", "precision": "fp8", "compile": 1, "seed": -3, "log_every": 0,
-    "eval_every": -1, "eval_examples": 0, "save_every": -5, "keep_last": 0,
+    "eval_every": -1, "eval_examples": 0, "save_every": -5, "keep_last": 0, "keep_every": -1,
     "milestones": (0.5, 1.5), "max_minutes": -1.0, "out_dir": " ",
 }
 

@@ -82,13 +82,15 @@ def save_checkpoint(out_dir: str | Path, step: int, model: Electra, state: dict[
 
 
 def prune_checkpoints(out_dir: str | Path, t: TrainConfig) -> list[Path]:
-    """Delete all but the last ``keep_last`` checkpoints, never a milestone; returns the deleted."""
+    """Delete all but the last ``keep_last`` checkpoints, never a milestone nor every
+    ``keep_every``-th periodic one (the views' slider replays them); returns the deleted."""
     keep = milestone_steps(t)
+    every = t.keep_every * t.save_every
     found = list_checkpoints(out_dir)
     recent = {s for s, _ in found[-max(1, t.keep_last):]}
     deleted = []
     for s, p in found:
-        if s not in keep and s not in recent:
+        if s not in keep and s not in recent and not (every and s % every == 0):
             shutil.rmtree(p)
             deleted.append(p)
     for p in checkpoint_dir(out_dir).glob(".step_*.tmp-*"):  # leftovers of a crashed write

@@ -1,0 +1,155 @@
+"""A run's training report from its ``metrics.jsonl``, after the run or live while it trains.
+
+``metrics.jsonl`` holds one record a line: ``"kind": "train"`` every ``train.log_every`` steps
+(losses, accuracies, ``lr``, ``tokens_per_s``, averaged since the last line) and ``"kind":
+"eval"`` at each held-out evaluation (``disc_auc``...), both with ``step`` and ``elapsed_s``
+(see :mod:`minielectra.training.step`). :func:`training_report` draws six panels from them:
+losses, accuracies, held-out AUC, held-out precision and recall, learning rate and tokens/s,
+against steps or minutes (buttons switch). :class:`LiveReport` keeps such a figure up to date in a
+notebook while :func:`minielectra.training.loop.pretrain` runs.
+
+Example::
+
+    from minielectra.viz.report import LiveReport, read_metrics, training_report
+    training_report(read_metrics("runs/nano")).show()   # after a run
+
+    live = LiveReport()
+    live.figure                              # a FigureWidget: show it in a notebook cell
+    pretrain(cfg, on_record=live)            # it redraws as the records arrive
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+PANELS = ("losses (train: lines, held-out: dots)", "accuracy", "held-out ROC-AUC",
+          "held-out precision and recall (P > 0.5)", "learning rate", "tokens / s")
+# (panel, record kind, key, legend name): always all of them, in this order, even when empty, so
+# a live figure can be updated trace by trace.
+SERIES = (
+    (0, "train", "gen_loss", "generator MLM loss"),
+    (0, "train", "disc_loss", "discriminator loss"),
+    (0, "eval", "gen_loss", "generator MLM loss (held-out)"),
+    (0, "eval", "disc_loss", "discriminator loss (held-out)"),
+    (1, "train", "gen_accuracy", "generator accuracy"),
+    (1, "train", "disc_accuracy", "discriminator accuracy"),
+    (1, "eval", "gen_accuracy", "generator accuracy (held-out)"),
+    (1, "eval", "disc_accuracy", "discriminator accuracy (held-out)"),
+    (2, "eval", "disc_auc", "AUC, all tokens"),
+    (2, "eval", "disc_auc_text", "AUC without [CLS]/[SEP]"),
+    (3, "eval", "disc_precision", "precision"),
+    (3, "eval", "disc_recall", "recall"),
+    (4, "train", "lr", "learning rate"),
+    (5, "train", "tokens_per_s", "tokens / s"),
+)
+X_AXES = {"steps": ("step", "step"), "minutes": ("elapsed_s", "minutes")}  # key, axis title
+
+
+def read_metrics(run_dir: str | Path) -> list[dict]:
+    """The records of ``run_dir/metrics.jsonl`` (a ``minielectra pretrain --out`` directory)."""
+    run = Path(run_dir)
+    path = run / "metrics.jsonl"
+    if not run.is_dir():
+        raise FileNotFoundError(f"run {run_dir}: no such directory")
+    if not path.is_file():
+        raise FileNotFoundError(f"run {run_dir}: no metrics.jsonl (is it a `minielectra "
+                                "pretrain --out` directory?)")
+    records = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path} line {i}: not JSON ({e})") from None
+    if not records:
+        raise ValueError(f"run {run_dir}: metrics.jsonl has no records yet")
+    return records
+
+
+def series(records: list[dict], kind: str, key: str, x: str = "steps"
+           ) -> tuple[list[float], list[float]]:
+    """(x, y) of one key over the records of one kind; x in steps or minutes."""
+    x_key = X_AXES[x][0]
+    points = [(r[x_key], r[key]) for r in records
+              if r.get("kind") == kind and key in r and x_key in r]
+    scale = 1 / 60 if x == "minutes" else 1
+    return [p[0] * scale for p in points], [p[1] for p in points]
+
+
+def _traces(records: list[dict], x: str) -> list[go.Scatter]:
+    out = []
+    for panel, kind, key, name in SERIES:
+        xs, ys = series(records, kind, key, x)
+        held_out = kind == "eval"
+        out.append(go.Scatter(x=xs, y=ys, name=name, mode="lines+markers" if held_out else "lines",
+                              line=dict(dash="dot" if held_out and panel < 2 else None),
+                              legendgroup=str(panel), legendgrouptitle=dict(text=PANELS[panel]),
+                              hovertemplate=f"{name}<br>%{{x}}: %{{y:.4g}}<extra></extra>"))
+    return out
+
+
+def _x_buttons(records: list[dict]) -> list[dict]:
+    """Buttons that switch every panel's x between steps and minutes."""
+    buttons = []
+    for x, (_, title) in X_AXES.items():
+        xs = [series(records, kind, key, x)[0] for _, kind, key, _ in SERIES]
+        titles = {f"xaxis{i + 1 if i else ''}.title.text": title for i in range(len(PANELS))}
+        buttons.append(dict(label=f"x: {x}", method="update", args=[{"x": xs}, titles]))
+    return [dict(type="buttons", direction="right", x=0, xanchor="left", y=1.12,
+                 yanchor="bottom", showactive=True, buttons=buttons)]
+
+
+def training_report(records: list[dict], *, x: str = "steps",
+                    title: str | None = None) -> go.Figure:
+    """Six panels of a run's records (:func:`read_metrics`); ``x`` is "steps" or "minutes"."""
+    if x not in X_AXES:
+        raise ValueError(f"x must be one of {sorted(X_AXES)}, got {x!r}")
+    fig = make_subplots(rows=2, cols=3, subplot_titles=PANELS, horizontal_spacing=0.07,
+                        vertical_spacing=0.16)
+    for (panel, *_), trace in zip(SERIES, _traces(records, x)):
+        fig.add_trace(trace, row=panel // 3 + 1, col=panel % 3 + 1)
+    fig.update_xaxes(title_text=X_AXES[x][1])
+    fig.update_yaxes(type="log", row=1, col=1)  # MLM loss ~1-8 nats, discriminator's ~0.1-0.5
+    fig.update_layout(title=title, height=640, updatemenus=_x_buttons(records),
+                      margin=dict(t=110), legend=dict(groupclick="toggleitem"))
+    fig.layout.updatemenus[0].active = list(X_AXES).index(x)
+    return fig
+
+
+class LiveReport:
+    """A :func:`training_report` in a plotly ``FigureWidget`` that redraws as records arrive.
+
+    Call it with each record (``pretrain(cfg, on_record=live)``). Redraws are at most one every
+    ``every_s`` seconds, plus one at every held-out evaluation (the run's last record is one), so
+    a fast run does not spend its time drawing. ``refresh()`` redraws now.
+    """
+
+    def __init__(self, records: list[dict] | None = None, *, title: str | None = None,
+                 every_s: float = 1.0):
+        self.records = list(records or [])
+        self.every_s, self.last_draw = every_s, float("-inf")
+        self.figure = go.FigureWidget(training_report(self.records, title=title))
+
+    def __call__(self, record: dict) -> None:
+        self.records.append(record)
+        if record.get("kind") == "eval" or time.monotonic() - self.last_draw >= self.every_s:
+            self.refresh()
+
+    def refresh(self) -> None:
+        menu = self.figure.layout.updatemenus[0]
+        x = list(X_AXES)[menu.active or 0]  # keep the axis the reader chose
+        new = training_report(self.records, x=x)
+        with self.figure.batch_update():
+            for shown, fresh in zip(self.figure.data, new.data):
+                shown.x, shown.y = fresh.x, fresh.y
+            self.figure.layout.updatemenus = new.layout.updatemenus
+        self.last_draw = time.monotonic()
+
+    def _ipython_display_(self):  # `live` as the last line of a cell shows the figure
+        from IPython.display import display
+        display(self.figure)

@@ -1,0 +1,215 @@
+"""Records in, figures out: the token strip, the batch heatmap and the checkpoint slider.
+
+Pure functions of the records :mod:`.scoring` makes (one dict per word piece: ``token``,
+``original``, ``replaced``, ``p_replaced``, ``top_k``...), so a test can hand them any records and
+check the figure's data. Every function returns a ``plotly.graph_objects.Figure``.
+
+- :func:`token_strip`: the corrupted sentence as a row of cells coloured by P(replaced), wrapped
+  over several rows. A replaced token has a black outline and its original under it; a marker
+  above a cell says how the discriminator did, so that no reader depends on colour alone:
+  ``●`` caught (replaced, P > 0.5), ``✕`` missed (replaced, P <= 0.5), ``▲`` false alarm
+  (original, P > 0.5). Hovering shows the original, the generator's top-k and P(replaced).
+- :func:`batch_heatmap`: several sequences x positions of P(replaced), the replaced positions
+  outlined (the ground truth).
+- :func:`learning_slider`: one sentence scored by successive checkpoints, a slider over steps.
+
+Example::
+
+    from minielectra.viz.scoring import load_checkpoint, score_text
+    from minielectra.viz.strip import token_strip
+    records = score_text(load_checkpoint("bundled"), "The cat sat on the mat.", seed=0)
+    token_strip(records, words=True).show()
+"""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+THRESHOLD = 0.5  # P(replaced) above this counts as "replaced", as in `minielectra evaluate`
+# Blue = original, red = replaced, white = unsure: the scale's midpoint is the threshold.
+COLORSCALE = "RdBu_r"
+MARKER_OFFSET = (-0.36, -0.3)  # (x, y) of an outcome marker from its cell's centre: top left
+OUTCOMES = {  # outcome -> (marker symbol, legend name)
+    "caught": ("circle", "caught: replaced, P > 0.5"),
+    "missed": ("x-thin-open", "missed: replaced, P \u2264 0.5"),
+    "false_alarm": ("triangle-up", "false alarm: original, P > 0.5"),
+}
+
+
+def outcome(record: dict, threshold: float = THRESHOLD) -> str | None:
+    """``"caught"``, ``"missed"``, ``"false_alarm"``, or None for a correctly kept original."""
+    flagged = record["p_replaced"] > threshold
+    if record["replaced"]:
+        return "caught" if flagged else "missed"
+    return "false_alarm" if flagged else None
+
+
+def join_words(records: list[dict]) -> list[dict]:
+    """One record per word: pieces joined (``##`` dropped), P = the most suspicious piece's,
+    replaced/masked/hand if any piece is; ``pieces`` keeps the piece records for the hover."""
+    words: list[dict] = []
+    for r in records:
+        if words and words[-1]["word"] == r["word"]:
+            words[-1]["pieces"].append(r)
+        else:
+            words.append({"word": r["word"], "position": r["position"], "pieces": [r]})
+    for w in words:
+        ps = w["pieces"]
+        w.update(token="".join(p["token"].removeprefix("##") for p in ps),
+                 original="".join(p["original"].removeprefix("##") for p in ps),
+                 p_replaced=max(p["p_replaced"] for p in ps),
+                 replaced=any(p["replaced"] for p in ps), masked=any(p["masked"] for p in ps),
+                 hand=any(p["hand"] for p in ps), top_k=[])
+    return words
+
+
+def hover_text(record: dict) -> str:
+    """What hovering over a cell shows (plotly's HTML subset), for a piece or a joined word."""
+    esc = html.escape
+    lines = [f"<b>{esc(record['token'])}</b>  (position {record['position']})",
+             f"P(replaced) = {record['p_replaced']:.3f}"]
+    lines.append(f"replaced by {'hand' if record['hand'] else 'the generator'}, original: "
+                 f"<b>{esc(record['original'])}</b>" if record["replaced"] else "original token")
+    for p in record.get("pieces", [record]):
+        if p["top_k"]:
+            alts = ", ".join(f"{esc(a['token'])} {a['p']:.2f}" for a in p["top_k"])
+            lines.append(f"generator at {esc(p['original'])}: {alts}")
+    return "<br>".join(lines)
+
+
+def cell_text(record: dict) -> str:
+    """The cell's label: the token, and under it the original when it was replaced."""
+    token = html.escape(record["token"])
+    return f"{token}<br><i>({html.escape(record['original'])})</i>" if record["replaced"] else token
+
+
+def wrap(records: list[dict], per_row: int) -> list[tuple[int, int]]:
+    """(row, column) of each record, ``per_row`` cells a row, not breaking a word across rows
+    unless it is longer than a row."""
+    cells, row, col = [], 0, 0
+    for i, r in enumerate(records):
+        starts_word = i == 0 or records[i - 1]["word"] != r["word"]
+        length = sum(1 for x in records[i:] if x["word"] == r["word"]) if starts_word else 1
+        if col and (col + (length if length <= per_row else 1) > per_row):
+            row, col = row + 1, 0
+        cells.append((row, col))
+        col += 1
+    return cells
+
+
+def strip_traces(records: list[dict], cells: list[tuple[int, int]], *,
+                 threshold: float = THRESHOLD) -> list[go.BaseTraceType]:
+    """The heatmap of cells plus one marker trace per outcome (always all three, maybe empty, so
+    that slider frames line up trace by trace)."""
+    rows, cols = max(r for r, _ in cells) + 1, max(c for _, c in cells) + 1
+    z = [[None] * cols for _ in range(rows)]
+    text = [[""] * cols for _ in range(rows)]
+    hover = [[""] * cols for _ in range(rows)]
+    for rec, (r, c) in zip(records, cells):
+        z[r][c], text[r][c], hover[r][c] = rec["p_replaced"], cell_text(rec), hover_text(rec)
+    traces = [go.Heatmap(z=z, text=text, texttemplate="%{text}", hovertext=hover,
+                         hovertemplate="%{hovertext}<extra></extra>", zmin=0, zmax=1,
+                         colorscale=COLORSCALE, xgap=3, ygap=3, name="P(replaced)",
+                         textfont=dict(size=14),
+                         colorbar=dict(title=dict(text="P(replaced)"), thickness=14))]
+    for name, (symbol, label) in OUTCOMES.items():
+        hits = [(c, r, hover_text(rec)) for rec, (r, c) in zip(records, cells)
+                if outcome(rec, threshold) == name]
+        hits = hits or [(None, None, "")]  # an empty trace would drop out of the legend
+        dx, dy = MARKER_OFFSET
+        traces.append(go.Scatter(
+            x=[None if h[0] is None else h[0] + dx for h in hits],
+            y=[None if h[1] is None else h[1] + dy for h in hits], mode="markers", name=label,
+            hovertext=[h[2] for h in hits], hovertemplate="%{hovertext}<extra></extra>",
+            marker=dict(symbol=symbol, size=10, color="black", line=dict(
+                width=2.5 if symbol.endswith("-open") else 1.5,  # a white rim shows on dark red
+                color="black" if symbol.endswith("-open") else "white"))))
+    return traces
+
+
+def replaced_outlines(records: list[dict], cells: list[tuple[int, int]]) -> list[dict]:
+    """A black rectangle around every replaced cell (layout shapes)."""
+    return [dict(type="rect", x0=c - 0.47, x1=c + 0.47, y0=r - 0.47, y1=r + 0.47,
+                 line=dict(color="black", width=3), layer="above")
+            for rec, (r, c) in zip(records, cells) if rec["replaced"]]
+
+
+def _strip_layout(fig: go.Figure, rows: int, cols: int, title: str | None) -> go.Figure:
+    fig.update_xaxes(visible=False, range=[-0.5, cols - 0.5])
+    fig.update_yaxes(visible=False, range=[rows - 0.5, -0.62])  # row 0 on top
+    fig.update_layout(title=title, height=150 + 64 * rows, plot_bgcolor="white", showlegend=True,
+                      margin=dict(l=10, r=10, t=60 if title else 20, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.02, x=0))
+    return fig
+
+
+def token_strip(records: list[dict], *, words: bool = False, per_row: int = 12,
+                threshold: float = THRESHOLD, title: str | None = None) -> go.Figure:
+    """The per-token view of one corrupted text (records from :func:`.scoring.score_text`).
+
+    ``words=True`` joins word pieces into words (:func:`join_words`). Cells are laid out
+    ``per_row`` to a row; ``threshold`` decides caught/missed/false alarm.
+    """
+    items = join_words(records) if words else records
+    cells = wrap(items, per_row)
+    fig = go.Figure(strip_traces(items, cells, threshold=threshold))
+    for shape in replaced_outlines(items, cells):
+        fig.add_shape(**shape)
+    return _strip_layout(fig, max(r for r, _ in cells) + 1, per_row, title)
+
+
+def batch_heatmap(batch: list[list[dict]], *, labels: list[str] | None = None,
+                  show_tokens: bool | None = None, title: str | None = None) -> go.Figure:
+    """Sequences x positions of P(replaced), the replaced positions outlined in black.
+
+    ``batch`` holds one record list per sequence (:func:`.scoring.score_texts`). Tokens are
+    written in the cells when there are at most 40 positions (``show_tokens`` overrides).
+    """
+    n = max(len(recs) for recs in batch)
+    labels = labels or [f"sequence {i}" for i in range(len(batch))]
+    z = [[r["p_replaced"] for r in recs] + [None] * (n - len(recs)) for recs in batch]
+    text = [[html.escape(r["token"]) for r in recs] + [""] * (n - len(recs)) for recs in batch]
+    hover = [[hover_text(r) for r in recs] + [""] * (n - len(recs)) for recs in batch]
+    truth = [(r["position"], labels[i]) for i, recs in enumerate(batch) for r in recs
+             if r["replaced"]]
+    show = n <= 40 if show_tokens is None else show_tokens
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(1, n + 1)), y=labels, text=text,
+        texttemplate="%{text}" if show else None, hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>", zmin=0, zmax=1, colorscale=COLORSCALE,
+        xgap=1, ygap=1, colorbar=dict(title=dict(text="P(replaced)"), thickness=14)))
+    fig.add_trace(go.Scatter(
+        x=[t[0] for t in truth], y=[t[1] for t in truth], mode="markers",
+        name="replaced (ground truth)", hoverinfo="skip",
+        marker=dict(symbol="square-open", size=18, color="black", line=dict(width=2.5))))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title="position (word piece)")
+    fig.update_layout(title=title, height=140 + 34 * len(batch), plot_bgcolor="white",
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return fig
+
+
+def learning_slider(frames: list[tuple[int, list[dict]]], *, words: bool = False,
+                    per_row: int = 12, title: str | None = None) -> go.Figure:
+    """One corrupted text as successive checkpoints saw it: ``frames`` is ``[(step, records)]``
+    (:func:`.timeline.score_checkpoints`), the same corruption in each. The slider starts at the
+    first checkpoint; each frame holds that checkpoint's heatmap and markers."""
+    if not frames:
+        raise ValueError("learning_slider needs at least one checkpoint")
+    items = [(step, join_words(recs) if words else recs) for step, recs in frames]
+    cells = wrap(items[0][1], per_row)
+    fig = go.Figure(strip_traces(items[0][1], cells),
+                    frames=[go.Frame(data=strip_traces(recs, cells), name=str(step))
+                            for step, recs in items])
+    for shape in replaced_outlines(items[0][1], cells):  # the corruption is the same throughout
+        fig.add_shape(**shape)
+    steps = [dict(method="animate", label=str(step),
+                  args=[[str(step)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
+                                          transition=dict(duration=0))]) for step, _ in items]
+    _strip_layout(fig, max(r for r, _ in cells) + 1, per_row, title)
+    fig.update_layout(height=fig.layout.height + 90, sliders=[dict(
+        active=0, steps=steps, currentvalue=dict(prefix="checkpoint at step "),
+        pad=dict(t=50))])
+    return fig

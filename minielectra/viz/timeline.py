@@ -1,0 +1,63 @@
+"""Learning over time: one corrupted sentence scored by every kept checkpoint of a run.
+
+The sentence is corrupted once, by hand (``replace``) or by the *last* checkpoint's generator
+(sampled with ``seed``), and every checkpoint's discriminator scores that same corrupted text,
+so the only thing that changes from frame to frame is the model. Each frame's ``top_k`` is that
+checkpoint's own generator on the same masked input: the generator learns too.
+
+A run keeps its milestone checkpoints (``train.milestones``, 6.25/12.5/25/50% of the steps by
+default) and, with ``train.keep_every=K``, every K-th of those ``train.save_every`` writes.
+
+Example::
+
+    from minielectra.viz.timeline import learning_over_time
+    learning_over_time("runs/nano", "the cat sat on the mat", seed=0).show()
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from ..training.checkpoints import list_checkpoints
+from .scoring import corrupt_text, load_checkpoint, records, score
+from .strip import learning_slider
+
+
+def run_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """A run's complete checkpoints as ``(step, path)``, oldest first; refused when none."""
+    found = list_checkpoints(run_dir)
+    if not found:
+        raise FileNotFoundError(f"run {run_dir}: no checkpoints/step_* in it")
+    return found
+
+
+def score_checkpoints(checkpoints: list[tuple[int, Path]], text: str, *,
+                      replace: dict[int, str] | None = None, seed: int = 0,
+                      top_k: int = 5) -> list[tuple[int, list[dict]]]:
+    """``[(step, records)]``: the text, corrupted once (by hand, or by the last checkpoint's
+    generator with ``seed``), scored by each checkpoint in turn."""
+    if not checkpoints:
+        raise ValueError("score_checkpoints needs at least one checkpoint")
+    last = load_checkpoint(checkpoints[-1][1])
+    enc, corruption = corrupt_text(last, text, replace=replace, seed=seed)
+    frames = []
+    for step, path in checkpoints:
+        ckpt = last if path == checkpoints[-1][1] else load_checkpoint(path)
+        if ckpt.tokenizer.tokens != last.tokenizer.tokens:
+            raise ValueError(f"{path} has another vocabulary than {checkpoints[-1][1]}")
+        scores = score(ckpt.model, enc, corruption, top_k=top_k)
+        frames.append((step, records(ckpt.tokenizer, enc, corruption, scores)[0]))
+    return frames
+
+
+def learning_over_time(run_dir: str | Path, text: str, *, replace: dict[int, str] | None = None,
+                       seed: int = 0, words: bool = False, top_k: int = 5) -> go.Figure:
+    """The token strip with a slider over the run's checkpoints (:func:`.strip.learning_slider`)."""
+    frames = score_checkpoints(run_checkpoints(run_dir), text, replace=replace, seed=seed,
+                               top_k=top_k)
+    how = "by hand" if replace else f"by the last checkpoint's generator, seed {seed}"
+    return learning_slider(frames, words=words,
+                           title=f"one sentence through {len(frames)} checkpoints (corrupted "
+                                 f"{how})")

@@ -1,0 +1,98 @@
+"""The interactive explorer (ipywidgets, in JupyterLab): type a sentence, corrupt it, look.
+
+Type a text; either let the generator sample (``seed``; "sample again" moves to the next seed)
+or type replacements as ``POS=WORD`` pairs (``2=dog 5=ran``: positions count word pieces from 1,
+as the hover shows); choose the checkpoint: ``bundled``, a checkpoint directory (minielectra
+or a converted transformers one) or a ``pretrain --out`` run directory (its latest checkpoint).
+The token strip (:func:`.strip.token_strip`) redraws on every change. Same seed, same picture.
+
+Example (a notebook cell)::
+
+    from minielectra.viz.widget import Explorer
+    Explorer("bundled", "The cat sat on the mat.")      # shows the controls and the strip
+
+Everything the controls do goes through :meth:`Explorer.update`, so a test can set the widgets'
+values, call it and read ``explorer.records`` and ``explorer.figure``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ipywidgets as w
+import plotly.graph_objects as go
+
+from .scoring import Checkpoint, load_checkpoint, parse_replacements, score_text
+from .strip import token_strip
+
+DEFAULT_TEXT = "The cat sat on the mat because it was tired after the long walk."
+
+
+class Explorer:
+    """Controls (``text``, ``replace``, ``checkpoint``, ``seed``, ``words``, ``sample``) over a
+    token strip in ``figure`` (a plotly FigureWidget); ``widget`` is the whole box."""
+
+    def __init__(self, checkpoint: str | Path = "bundled", text: str = DEFAULT_TEXT, *,
+                 seed: int = 0, replace: str = "", words: bool = False, top_k: int = 5):
+        self.top_k, self.records = top_k, []
+        self._loaded: dict[str, Checkpoint] = {}
+        wide = w.Layout(width="95%")
+        self.text = w.Textarea(value=text, description="text", layout=wide,
+                               continuous_update=False)
+        self.replace = w.Text(value=replace, description="replace", layout=wide,
+                              placeholder="POS=WORD pairs, e.g. 2=dog 5=ran (empty: the "
+                                          "generator samples)", continuous_update=False)
+        self.checkpoint = w.Combobox(value=str(checkpoint), options=["bundled"],
+                                     description="checkpoint", ensure_option=False, layout=wide,
+                                     placeholder="bundled, a checkpoint dir or a run dir",
+                                     continuous_update=False)
+        self.seed = w.IntText(value=seed, description="seed", continuous_update=False)
+        self.words = w.Checkbox(value=words, description="join word pieces into words")
+        self.sample = w.Button(description="sample again (next seed)")
+        self.message = w.HTML()
+        self.figure = go.FigureWidget()
+        for control in (self.text, self.replace, self.checkpoint, self.seed, self.words):
+            control.observe(lambda _change: self.update(), names="value")
+        self.sample.on_click(lambda _button: self.next_seed())
+        self.widget = w.VBox([self.text, self.replace, self.checkpoint,
+                              w.HBox([self.seed, self.sample, self.words]), self.message,
+                              self.figure])
+        self.update()
+
+    def model(self, spec: str) -> Checkpoint:
+        """The checkpoint named ``spec``, loaded once."""
+        if spec not in self._loaded:
+            self._loaded[spec] = load_checkpoint(spec)
+        return self._loaded[spec]
+
+    def next_seed(self) -> None:
+        """Sample again: the next seed (which redraws); replacements typed by hand are cleared."""
+        self.replace.value = ""
+        self.seed.value += 1
+
+    def update(self) -> None:
+        """Score the text as the controls say and redraw; bad input shows its message instead."""
+        try:
+            ckpt = self.model(self.checkpoint.value.strip() or "bundled")
+            replace = parse_replacements(self.replace.value.replace(",", " ").split())
+            self.records = score_text(ckpt, self.text.value, replace=replace,
+                                      seed=self.seed.value, top_k=self.top_k)
+        except (ValueError, KeyError, FileNotFoundError, RuntimeError) as e:
+            self.message.value = f"<span style='color:#b00'>{_escape(e)}</span>"
+            return
+        how = "replaced by hand" if replace else f"sampled with seed {self.seed.value}"
+        fig = token_strip(self.records, words=self.words.value, title=f"{ckpt.name}: {how}")
+        with self.figure.batch_update():
+            self.figure.data = []
+            self.figure.add_traces(fig.data)
+            self.figure.layout = fig.layout
+        self.message.value = ""
+
+    def _ipython_display_(self):  # an Explorer as the last line of a cell shows its box
+        from IPython.display import display
+        display(self.widget)
+
+
+def _escape(e: Exception) -> str:
+    import html
+    return html.escape(str(e.args[0] if isinstance(e, KeyError) and e.args else e))

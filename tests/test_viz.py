@@ -1,0 +1,310 @@
+"""Per-token views: records against the model's own forward pass, figures against records,
+the CLI's contract and its one-line errors, and the interactive explorer's callback.
+
+References are computed here, independently of minielectra.viz: the text is tokenised by hand,
+``model(...)`` is called with the same seed, ``model.discriminator`` and ``model.generator`` are
+called on ids rebuilt from the records' token strings.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from minielectra.cli import main
+from minielectra.viz.scoring import load_checkpoint, parse_replacements, score_text, score_texts
+from minielectra.viz.strip import (MARKER_OFFSET, OUTCOMES, batch_heatmap, join_words, outcome,
+                                   token_strip, wrap)
+from minielectra.viz.widget import Explorer
+
+TEXT = "The cat sat on the mat because it was tired after the long walk."
+
+
+@pytest.fixture(scope="module")
+def ckpt():
+    return load_checkpoint("bundled")
+
+
+def _ids(tok, text):
+    return torch.tensor([[tok.cls_id, *tok.encode(text), tok.sep_id]])
+
+
+def _disc_p(model, tokens, tok):
+    """P(replaced) of the discriminator on [CLS] tokens [SEP], ids rebuilt from the strings."""
+    ids = torch.tensor([[tok.cls_id, *(tok.token_to_id(t) for t in tokens), tok.sep_id]])
+    with torch.no_grad():
+        return torch.sigmoid(model.discriminator(ids, torch.ones_like(ids)))[0, 1:-1]
+
+
+# -------------------------------------------------------------------- records vs the model
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_sampled_records_are_what_model_forward_computes(ckpt, seed):
+    model, tok = ckpt.model, ckpt.tokenizer
+    records = score_text(ckpt, TEXT, seed=seed, top_k=3)
+    ids = _ids(tok, TEXT)
+    with torch.no_grad():
+        out = model(ids, generator=torch.Generator().manual_seed(seed))
+    assert [r["original"] for r in records] == tok.convert_ids_to_tokens(ids[0, 1:-1])
+    assert [r["token"] for r in records] == tok.convert_ids_to_tokens(out.corrupted_ids[0, 1:-1])
+    assert [r["replaced"] for r in records] == out.is_replaced[0, 1:-1].tolist()
+    np.testing.assert_allclose([r["p_replaced"] for r in records],
+                               torch.sigmoid(out.disc_logits[0, 1:-1]).numpy(), rtol=1e-5)
+    w = out.masked.weights[0].bool()
+    positions = out.masked.positions[0][w].tolist()
+    assert sorted(r["position"] for r in records if r["masked"]) == sorted(positions)
+    for slot, pos in enumerate(out.masked.positions[0].tolist()):
+        if not w[slot]:
+            continue
+        probs = torch.softmax(out.gen_logits[0, slot].float(), -1).topk(3)
+        got = records[pos - 1]["top_k"]
+        assert [a["token"] for a in got] == tok.convert_ids_to_tokens(probs.indices)
+        np.testing.assert_allclose([a["p"] for a in got], probs.values.numpy(), rtol=1e-4)
+    assert any(r["replaced"] for r in records)  # the seeds are chosen so that something is
+    assert all(not r["top_k"] for r in records if not r["masked"])
+
+
+def test_json_records_match_the_discriminator_on_their_tokens(ckpt):
+    records = score_text(ckpt, TEXT, seed=3)
+    p = _disc_p(ckpt.model, [r["token"] for r in records], ckpt.tokenizer)
+    np.testing.assert_allclose([r["p_replaced"] for r in records], p.numpy(), rtol=1e-5)
+
+
+def test_same_seed_same_records_other_seed_other_corruption(ckpt):
+    a, b = score_text(ckpt, TEXT, seed=5), score_text(ckpt, TEXT, seed=5)
+    assert a == b
+    others = [score_text(ckpt, TEXT, seed=s) for s in (6, 8)]
+    assert any([r["token"] for r in o] != [r["token"] for r in a] for o in others)
+
+
+def test_hand_replacement_scores_the_sentence_and_masks_for_the_generator(ckpt):
+    model, tok = ckpt.model, ckpt.tokenizer
+    records = score_text(ckpt, TEXT, replace={2: "dog", 4: "On"}, top_k=4)
+    cat, on = records[1], records[3]
+    assert (cat["token"], cat["original"], cat["replaced"], cat["hand"], cat["masked"]) == \
+        ("dog", "cat", True, True, True)
+    assert (on["token"], on["replaced"], on["hand"]) == ("on", False, True)  # same word
+    assert [r["token"] for r in records if not r["hand"]] == \
+        [r["original"] for r in records if not r["hand"]]
+    p = _disc_p(model, [r["token"] for r in records], tok)
+    np.testing.assert_allclose([r["p_replaced"] for r in records], p.numpy(), rtol=1e-5)
+    masked = _ids(tok, TEXT)
+    masked[0, 2] = masked[0, 4] = tok.mask_id
+    with torch.no_grad():
+        probs = torch.softmax(model.generator(masked)[0, 2], -1).topk(4)
+    assert [a["token"] for a in cat["top_k"]] == tok.convert_ids_to_tokens(probs.indices)
+    np.testing.assert_allclose([a["p"] for a in cat["top_k"]], probs.values.numpy(), rtol=1e-4)
+
+
+def test_long_text_is_scored_in_windows_of_the_trained_length(ckpt):
+    tok = ckpt.tokenizer
+    text = " ".join([TEXT] * 5)
+    pieces = tok.encode(text)
+    assert len(pieces) + 2 > ckpt.window == 32
+    records = score_text(ckpt, text, replace={1: "a"})
+    assert [r["position"] for r in records] == list(range(1, len(pieces) + 1))
+    assert [r["original"] for r in records] == tok.convert_ids_to_tokens(pieces)
+    k = -(-len(pieces) // (ckpt.window - 2))  # windows of near-equal length
+    bounds = np.cumsum([0] + [len(c) for c in np.array_split(np.arange(len(pieces)), k)])
+    for start, end in zip(bounds, bounds[1:]):
+        part = records[start:end]
+        p = _disc_p(ckpt.model, [r["token"] for r in part], tok)
+        np.testing.assert_allclose([r["p_replaced"] for r in part], p.numpy(), rtol=1e-5)
+
+
+def test_words_count_word_pieces(ckpt):
+    records = score_text(ckpt, "unbelievable cats", seed=0)
+    tokens = ckpt.tokenizer.convert_ids_to_tokens(ckpt.tokenizer.encode("unbelievable cats"))
+    want, w = [], -1
+    for t in tokens:
+        w += not t.startswith("##")
+        want.append(w)
+    assert [r["word"] for r in records] == want and want[-1] > 0
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda c: score_text(c, "   "), "the text '   ' is empty"),
+    (lambda c: score_text(c, "the cat", replace={3: "dog"}), "position 3 is outside the text"),
+    (lambda c: score_text(c, "the cat", replace={0: "dog"}), "position 0 is outside the text"),
+    (lambda c: score_text(c, "the cat", replace={1: "zzqxv"}), "'zzqxv' is not a word"),
+    (lambda c: score_text(c, "the cat", replace={1: "[SEP]"}), "'[SEP]' is not a word"),
+    (lambda c: parse_replacements(["2dog"]), "expected POS=WORD"),
+    (lambda c: parse_replacements(["2=dog", "2=cat"]), "position 2 is given twice"),
+    (lambda c: load_checkpoint("/nonexistent/ckpt"), "no such directory"),
+])
+def test_bad_input_is_named(ckpt, call, message):
+    with pytest.raises((ValueError, FileNotFoundError), match=message.replace("[", r"\[")):
+        call(ckpt)
+
+
+# ------------------------------------------------------------------------ figures vs records
+
+
+def _rec(token, p, *, replaced=False, word=0, position=1, original=None, top_k=()):
+    return {"position": position, "word": word, "token": token, "original": original or token,
+            "replaced": replaced, "masked": bool(top_k), "hand": False, "p_replaced": p,
+            "top_k": [{"token": t, "p": q} for t, q in top_k]}
+
+
+def _records():
+    return [_rec("the", 0.1, word=0, position=1),
+            _rec("dog", 0.9, replaced=True, word=1, position=2, original="cat",
+                 top_k=[("cat", 0.4), ("dog", 0.2)]),
+            _rec("sat", 0.2, replaced=True, word=2, position=3, original="ran"),
+            _rec("un", 0.7, word=3, position=4), _rec("##til", 0.3, word=3, position=5)]
+
+
+def test_outcomes_hit_miss_false_alarm():
+    assert [outcome(r) for r in _records()] == [None, "caught", "missed", "false_alarm", None]
+
+
+def test_strip_cells_markers_outlines_and_hover():
+    fig = token_strip(_records(), title="t")
+    heat = fig.data[0]
+    assert list(heat.z[0][:5]) == [0.1, 0.9, 0.2, 0.7, 0.3]
+    assert heat.text[0][1] == "dog<br><i>(cat)</i>" and heat.text[0][0] == "the"
+    assert "original: <b>cat</b>" in heat.hovertext[0][1]
+    assert "cat 0.40, dog 0.20" in heat.hovertext[0][1] and "P(replaced) = 0.900" in \
+        heat.hovertext[0][1]
+    dx, dy = MARKER_OFFSET
+    markers = {t.name: [(round(x - dx, 6), round(y - dy, 6)) for x, y in zip(t.x, t.y)
+                        if x is not None] for t in fig.data[1:]}
+    names = {k: v[1] for k, v in OUTCOMES.items()}
+    assert markers == {names["caught"]: [(1, 0)], names["missed"]: [(2, 0)],
+                       names["false_alarm"]: [(3, 0)]}
+    assert {t.marker.symbol for t in fig.data[1:]} == {s for s, _ in OUTCOMES.values()}
+    boxes = [(s.x0 + s.x1) / 2 for s in fig.layout.shapes]
+    assert boxes == pytest.approx([1, 2])  # the two replaced cells are outlined
+
+
+def test_strip_joins_word_pieces_when_asked():
+    fig = token_strip(_records(), words=True)
+    assert list(fig.data[0].text[0][:4]) == ["the", "dog<br><i>(cat)</i>", "sat<br><i>(ran)</i>",
+                                             "until"]
+    assert fig.data[0].z[0][3] == 0.7  # the word's most suspicious piece
+    joined = join_words(_records())
+    assert [w["position"] for w in joined] == [1, 2, 3, 4]
+    assert "##til" not in joined[3]["token"] and len(joined[3]["pieces"]) == 2
+
+
+def test_long_strip_wraps_without_breaking_words():
+    records = []
+    for w in range(12):  # twelve 2-piece words, then one word longer than a row
+        records += [_rec(f"w{w}", 0.1, word=w), _rec("##x", 0.1, word=w)]
+    records += [_rec("##y" if i else "long", 0.1, word=12) for i in range(7)]
+    cells = wrap(records, per_row=5)
+    rows = {}
+    for rec, (r, c) in zip(records, cells):
+        rows.setdefault(rec["word"], set()).add(r)
+    assert all(len(rows[w]) == 1 for w in range(12))  # no short word is split
+    assert max(c for _, c in cells) < 5 and cells[0] == (0, 0)
+    assert [r for r, _ in cells[:6]] == [0, 0, 0, 0, 1, 1]  # 2 + 2 fit, the third wraps
+    fig = token_strip(records, per_row=5)
+    assert len(fig.data[0].z) == max(r for r, _ in cells) + 1 >= 6
+    laid = [fig.data[0].text[r][c] for r, c in cells]
+    assert laid == [rec["token"] for rec in records]
+
+
+def test_strip_of_model_records_shows_the_model_probabilities(ckpt):
+    records = score_text(ckpt, TEXT, seed=0)
+    fig = token_strip(records, per_row=6)
+    cells = wrap(records, 6)
+    p = _disc_p(ckpt.model, [r["token"] for r in records], ckpt.tokenizer)
+    np.testing.assert_allclose([fig.data[0].z[r][c] for r, c in cells], p.numpy(), rtol=1e-5)
+    tokens = [fig.data[0].text[r][c].split("<br>")[0] for r, c in cells]
+    assert tokens == [r["token"] for r in records]
+
+
+def test_batch_heatmap_rows_and_ground_truth(ckpt):
+    texts = [TEXT, "The sun rose over the quiet town.", "Dogs bark."]
+    batch = score_texts(ckpt, texts, seed=2)
+    fig = batch_heatmap(batch, labels=["a", "b", "c"])
+    heat, truth = fig.data
+    for row, recs in zip(heat.z, batch):
+        assert list(row[:len(recs)]) == [r["p_replaced"] for r in recs]
+        assert all(v is None for v in row[len(recs):])
+    want = {(r["position"], lab) for lab, recs in zip("abc", batch) for r in recs if r["replaced"]}
+    assert set(zip(truth.x, truth.y)) == want and want
+    # One batch, one forward pass: the corruption is model(...) on the padded batch.
+    tok = ckpt.tokenizer
+    rows = [[tok.cls_id, *tok.encode(t), tok.sep_id] for t in texts]
+    n = max(map(len, rows))
+    ids = torch.tensor([r + [tok.pad_id] * (n - len(r)) for r in rows])
+    with torch.no_grad():
+        out = ckpt.model(ids, generator=torch.Generator().manual_seed(2))
+    for i, recs in enumerate(batch):
+        assert [r["token"] for r in recs] == \
+            tok.convert_ids_to_tokens(out.corrupted_ids[i, 1:len(recs) + 1])
+
+
+# ------------------------------------------------------------------------------------ CLI
+
+
+def test_cli_json_prints_the_records(ckpt, capsys):
+    assert main(["viz", "--text", TEXT, "--seed", "4", "--replace", "2=dog", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(json.dumps(score_text(ckpt, TEXT, replace={2: "dog"})))
+    assert {"token", "original", "replaced", "p_replaced", "top_k", "masked"} <= set(printed[0])
+
+
+def test_cli_writes_an_offline_page(tmp_path, capsys):
+    out = tmp_path / "strip.html"
+    assert main(["viz", "--checkpoint", "bundled", "--text", TEXT, "--out", str(out),
+                 "--words"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    page = out.read_text()
+    assert summary["out"] == str(out) and summary["tokens"] == len(score_text(
+        load_checkpoint("bundled"), TEXT))
+    assert "Plotly.newPlot" in page and "<script src=\"http" not in page
+    assert len(page) > 1_000_000  # plotly.js itself is embedded
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--text", "", "--json"], "the text is empty"),
+    (["--text", "the cat", "--replace", "9=dog", "--json"], "position 9 is outside the text"),
+    (["--text", "the cat", "--replace", "1=zzqxv", "--json"], "'zzqxv' is not a word of the "
+                                                               "vocabulary"),
+    (["--text", "the cat"], "give --out FILE.html (a page) or --json"),
+    (["--json"], "give --text"),
+    (["--run", "{tmp}", "--out", "{tmp}/x.html"], "no metrics.jsonl"),
+    (["--run", "{tmp}", "--json"], "--run DIR writes a page"),
+    (["--checkpoint", "{tmp}", "--text", "a", "--json"], "not a checkpoint directory"),
+])
+def test_cli_bad_input_is_one_line_naming_it(tmp_path, capsys, argv, message):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(["viz", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("minielectra viz: error: ") and "\n" not in err
+    assert message in err
+
+
+# -------------------------------------------------------------------------------- explorer
+
+
+def test_explorer_redraws_from_its_controls(ckpt):
+    ex = Explorer("bundled", TEXT, seed=0)
+    assert ex.records == score_text(ckpt, TEXT, seed=0)
+    ex.replace.value = "2=dog, 3=ran"  # an observer calls update()
+    assert ex.records == score_text(ckpt, TEXT, replace={2: "dog", 3: "ran"})
+    assert ex.figure.data[0].text[0][1] == "dog<br><i>(cat)</i>"
+    assert len(ex.figure.layout.shapes) == 2 and "by hand" in ex.figure.layout.title.text
+    ex.next_seed()  # "sample again": seed 1, hand replacements cleared
+    assert ex.seed.value == 1 and ex.replace.value == ""
+    assert ex.records == score_text(ckpt, TEXT, seed=1)
+    cells = wrap(ex.records, 12)
+    assert [ex.figure.data[0].z[r][c] for r, c in cells] == \
+        [r["p_replaced"] for r in ex.records]
+
+
+def test_explorer_shows_bad_input_and_keeps_the_last_picture():
+    ex = Explorer("bundled", TEXT)
+    before = ex.figure.data[0].z
+    ex.replace.value = "99=dog"
+    assert "position 99 is outside the text" in ex.message.value
+    assert ex.figure.data[0].z == before
+    ex.checkpoint.value = "/nonexistent"
+    assert "no such directory" in ex.message.value
+    ex.checkpoint.value, ex.replace.value = "bundled", ""
+    assert ex.message.value == ""
