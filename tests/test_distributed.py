@@ -133,11 +133,9 @@ def test_a_global_batch_that_does_not_split_evenly_is_refused(data, tmp_path):
 
 def test_slice_seeds_differ_between_slices_and_repeat_for_one():
     from minielectra.training.ranks import seed_slice
-    g = torch.Generator()
     draws = []
     for index in (0, 1, 0):
-        seed_slice(7, index, g)
-        draws.append((torch.rand(3).numpy(), torch.rand(3, generator=g).numpy()))
+        seed_slice(7, index)
+        draws.append(torch.rand(5).numpy())
     np.testing.assert_array_equal(draws[0], draws[2])
-    assert not np.allclose(draws[0][0], draws[1][0]) and not np.allclose(draws[0][1], draws[1][1])
-    assert not np.allclose(draws[0][0], draws[0][1])  # dropout and masking streams differ
+    assert not np.allclose(draws[0], draws[1])

@@ -72,6 +72,8 @@ class Run:
         self.model, train_ds, heldout_ds = model_and_data(cfg, ckpt, self.device, progress)
         self.optimizer = build_optimizer(self.model, t, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
+        # Kept in checkpoints for their format; the step draws its masks from the global RNG,
+        # reseeded per slice (one compiled graph, rank-independent masks: see .ranks).
         self.sampler = torch.Generator(device=self.device).manual_seed(t.seed + 1)
         self.step = (restore_trainer_state(ckpt, self.optimizer, self.scaler, self.sampler)
                      if ckpt is not None else 0)
@@ -118,7 +120,7 @@ class Run:
     def reseed(self, micro: int) -> None:
         """Dropout and masking of this rank's slice of micro-batch ``micro`` (see :mod:`.ranks`)."""
         t = self.t
-        seed_slice(t.seed, self.ranks.slice_index(self.step, micro, t.grad_accum), self.sampler)
+        seed_slice(t.seed, self.ranks.slice_index(self.step, micro, t.grad_accum))
 
     def evaluation_due(self) -> bool:
         t = self.t
@@ -143,8 +145,8 @@ class Run:
                 lr = lr_at(self.step, t)
                 set_lr(self.optimizer, lr, t, self.step)
                 stats = train_step(self.net, self.batches, self.optimizer, self.scaler, t=t,
-                                   device=self.device, sampler=self.sampler, step=self.step,
-                                   reseed=self.reseed)
+                                   device=self.device, sampler=None, step=self.step,
+                                   reseed=self.reseed)  # global RNG, reseeded per slice
                 self.step += 1
                 self.bar.update(1)
                 self.guard.add(self.step, stats.pop("finite"))

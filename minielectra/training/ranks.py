@@ -10,11 +10,17 @@ uses the default. Two choices make a run on N processes the same run as on one:
   (TPUEstimator's CrossShardOptimizer averages the per-core gradients of per-core mean losses);
   it differs from one mean over all the batch's tokens only in how sequences of different length
   are weighted (by at most the spread of tokens per slice, ~1% at 128 x 128).
-- **Randomness is a function of (seed, slice).** Before each slice's forward pass, dropout (the
-  global RNG) and masking/sampling (the step's generator) are reseeded from (``train.seed``, the
-  slice's global index), :func:`seed_slice`. So slice k draws the same masks wherever it runs:
-  N processes with batch b equal one process with batch b/N and ``grad_accum`` N, up to float
-  rounding (tests/test_distributed.py), and a resumed run continues exactly without any RNG state.
+- **Randomness is a function of (seed, slice).** Before each slice's forward pass the global RNG,
+  which dropout, masking and sampling draw from in training, is reseeded from (``train.seed``,
+  the slice's global index), :func:`seed_slice`. So slice k draws the same masks wherever it
+  runs: N processes with batch b equal one process with batch b/N and ``grad_accum`` N, up to
+  float rounding (tests/test_distributed.py), and a resumed run continues exactly.
+
+Why the global RNG and not an explicit ``torch.Generator`` (which the model also takes, and the
+notebooks and evaluation use): torch.compile cannot trace a draw from a user generator, so each
+of the four draws of masking and sampling would break the step into another graph (9 graphs);
+draws from the global RNG compile into the one graph (tests/test_speed.py). Reseeding it per
+slice keeps them as reproducible as a generator would.
 """
 
 from __future__ import annotations
@@ -56,9 +62,8 @@ class Ranks:
         return (step * grad_accum + micro) * self.world_size + self.rank
 
 
-def seed_slice(seed: int, index: int, sampler: torch.Generator) -> None:
-    """Reseed dropout (global RNG) and ``sampler`` from (seed, slice index). Host-side only: a
+def seed_slice(seed: int, index: int) -> None:
+    """Reseed the global RNG (CPU and GPUs) from (seed, slice index). Host-side only: a
     generator's seed is set without waiting for the device."""
-    dropout, masking = np.random.SeedSequence([seed, index]).generate_state(2, np.uint64)
-    torch.manual_seed(int(dropout) >> 1)
-    sampler.manual_seed(int(masking) >> 1)
+    state = np.random.SeedSequence([seed, index]).generate_state(1, np.uint64)[0]
+    torch.manual_seed(int(state) >> 1)

@@ -27,7 +27,7 @@ class TrainingDiverged(RuntimeError):
 
 def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim.Optimizer,
                scaler, *, t: TrainConfig, device: torch.device,
-               sampler: torch.Generator, step: int = 0,
+               sampler: torch.Generator | None, step: int = 0,
                reseed: Callable[[int], None] | None = None) -> dict[str, torch.Tensor]:
     """One update: ``grad_accum`` micro-batches, clip at ``grad_clip``, optimiser step.
 
