@@ -10,6 +10,7 @@ finetune    :func:`minielectra.tasks.finetune.finetune`      JSON score(s)
 glue        :func:`minielectra.tasks.suite.run_glue`         JSON (table on stderr)
 predict     :func:`minielectra.tasks.predict.run_predict`    JSON predictions
 convert     :func:`minielectra.model.convert.convert`        the output directory
+experiment  :func:`minielectra.experiments.runner.run_experiment`  JSON summary (tables: OUT/NAME)
 viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``  an HTML page, or JSON records
 lessons     :func:`minielectra.lessons.copy_lessons`         JSON: the copied notebooks
 ==========  ===============================================  =================================
@@ -109,6 +110,15 @@ def cmd_convert(args) -> dict:
     out = convert(args.from_hf or args.to_hf, args.out, direction=direction,
                   generator=args.generator)
     return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
+
+
+def cmd_experiment(args) -> dict:
+    from .experiments.runner import run_experiment
+    return run_experiment(args.name, budget=args.budget, seeds=args.seeds, preset=args.preset,
+                          corpus=args.corpus, out=args.out, overrides=args.set,
+                          probe_tasks=args.probe_tasks, finetune_tasks=args.finetune_tasks,
+                          probe_examples=args.probe_examples,
+                          finetune_examples=args.finetune_examples)
 
 
 def cmd_lessons(args) -> dict:
@@ -215,6 +225,21 @@ def build_parser() -> argparse.ArgumentParser:
                    "directory that goes with an ElectraForPreTraining SRC")
     p.add_argument("--out", required=True, metavar="DST")
     p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("experiment", help="one of the paper's experiments: runs, table, figures")
+    p.add_argument("name", help="efficiency, table5, generator-size, tying, alectra, procedures")
+    p.add_argument("--budget", type=int, help="steps of the reference ELECTRA at the largest "
+                   "budget (default: the preset's train.max_steps); other arms get equal FLOPs")
+    p.add_argument("--seeds", type=int, default=1, help="pre-training (and fine-tuning) seeds")
+    p.add_argument("--preset", default="nano", help=f"one of {sorted(PRESETS)} (default nano)")
+    p.add_argument("--corpus", help="pre-training corpus (default: the preset's)")
+    p.add_argument("--out", default="experiments", help="runs in OUT/runs, report in OUT/NAME")
+    p.add_argument("--probe-tasks", nargs="*", help="default: GLUE tasks in the data dir")
+    p.add_argument("--finetune-tasks", nargs="*", help="default: sst2 (if present)")
+    p.add_argument("--probe-examples", type=int, default=4000)
+    p.add_argument("--finetune-examples", type=int, default=2000)
+    p.add_argument("--set", **sets)
+    p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("lessons", help="copy the course's notebooks into DIR")
     p.add_argument("directory", metavar="DIR")

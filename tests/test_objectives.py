@@ -120,7 +120,8 @@ def test_mlm_checkpoint_fine_tunes_its_own_encoder(tiny_model_config, tmp_path):
     model = make(tiny_model_config, "mlm")
     model.save_pretrained(tmp_path / "ckpt")
     loaded = Electra.from_pretrained(tmp_path / "ckpt")
-    assert loaded.objective.name == "mlm" and loaded.disc_mlm.encoder is loaded.discriminator.encoder
+    assert loaded.objective.name == "mlm"
+    assert loaded.disc_mlm.encoder is loaded.discriminator.encoder
     clf = build_classifier(loaded, get_task("sst2"), FinetuneConfig())
     for k, v in clf.encoder.state_dict().items():
         assert torch.equal(v, model.discriminator.encoder.state_dict()[k])

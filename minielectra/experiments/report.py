@@ -1,0 +1,179 @@
+"""An experiment's results as JSON, Markdown tables and figures (plotly HTML + static SVG).
+
+Per arm (and budget): the mean and the spread (sample standard deviation over seeds) of the
+probe average, each task's probe, the fine-tuning score, the held-out pre-training metric, and
+the compute: steps, training FLOPs, training minutes, tokens. The difference to the first arm
+is *paired* by seed (same data order and fine-tuning seed), its mean +- sd. ``efficiency`` also
+reads ELECTRA and MLM at equal wall time off the same runs: MLM's score at ELECTRA's training
+time, interpolated linearly in log time between MLM's budgets (never extrapolated).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from . import svg
+from .specs import Experiment
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    if not values:
+        return float("nan"), float("nan")
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def heldout_metric(heldout: dict) -> tuple[str, float | None]:
+    if "disc_auc" in heldout:
+        return "disc AUC", heldout["disc_auc"]
+    if "mlm_accuracy" in heldout:
+        return "MLM acc", heldout["mlm_accuracy"]
+    return "", None
+
+
+def aggregate(exp: Experiment, results: list[dict], controls: list[dict]) -> list[dict]:
+    """One row per (budget, arm), in run order, then the control."""
+    rows, keys = [], []
+    for r in results:
+        key = (r["budget"], r["arm"])
+        if key not in keys:
+            keys.append(key)
+    paper = {a.label: a.paper for a in exp.arms}
+    for budget, arm in keys + [(0.0, controls[0]["arm"])]:
+        runs = [r for r in results + controls if r["budget"] == budget and r["arm"] == arm]
+        ref = {r["seed"]: r for r in results if r["budget"] == budget
+               and r["arm"] == exp.arms[0].label}
+        row = {"budget": budget, "arm": arm, "seeds": [r["seed"] for r in runs],
+               "paper": paper.get(arm), "probe_tasks": list(runs[0]["probe"]),
+               "finetune_tasks": list(runs[0]["finetune"])}
+        for k in ("steps", "train_flops", "train_seconds", "tokens"):
+            row[k] = statistics.fmean(r[k] for r in runs)
+        for k in ("probe_avg", "finetune_avg"):
+            row[k], row[k + "_sd"] = _stats([r[k] for r in runs])
+            paired = [r[k] - ref[r["seed"]][k] for r in runs
+                      if r["seed"] in ref and r[k] is not None]
+            row[k + "_delta"], row[k + "_delta_sd"] = _stats(paired)
+        for task in runs[0]["probe"]:
+            row[f"probe_{task}"], row[f"probe_{task}_sd"] = _stats(
+                [r["probe"][task]["score"] for r in runs])
+        for task in runs[0]["finetune"]:
+            row[f"finetune_{task}"], row[f"finetune_{task}_sd"] = _stats(
+                [r["finetune"][task]["score"] for r in runs])
+        name, _ = heldout_metric(runs[0]["heldout"])
+        row["heldout_name"] = name
+        row["heldout"], row["heldout_sd"] = _stats([heldout_metric(r["heldout"])[1]
+                                                    for r in runs])
+        rows.append(row)
+    return rows
+
+
+def equal_time(rows: list[dict], a: str, b: str) -> list[dict]:
+    """``b``'s probe average at each of ``a``'s training times, from ``b``'s budgets."""
+    pts = sorted((r["train_seconds"], r["probe_avg"]) for r in rows if r["arm"] == b)
+    out = []
+    for r in (r for r in rows if r["arm"] == a):
+        t, value = r["train_seconds"], None
+        for (t0, v0), (t1, v1) in zip(pts, pts[1:]):
+            if t0 <= t <= t1 and t1 > t0:
+                w = (math.log(t) - math.log(t0)) / (math.log(t1) - math.log(t0))
+                value = v0 + w * (v1 - v0)
+        out.append({"seconds": t, a: r["probe_avg"], b: value,
+                    "delta": None if value is None else r["probe_avg"] - value})
+    return out
+
+
+def _pm(mean: float, sd: float, digits: int = 1) -> str:
+    return "n/a" if mean is None or math.isnan(mean) else f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def markdown(exp: Experiment, rows: list[dict], setup: dict) -> str:
+    tasks, ft = rows[0]["probe_tasks"], rows[0]["finetune_tasks"]
+    head = ["budget", "arm", "steps", "train FLOPs", "train min", "probe avg",
+            f"Δ vs {exp.arms[0].label} (paired)", *[f"probe {t}" for t in tasks],
+            *[f"fine-tune {t}" for t in ft], "held-out", "paper GLUE"]
+    lines = [f"### {exp.name}: {exp.question}", "",
+             f"Preset `{setup['preset']}`, budget {setup['budget']} reference steps, "
+             f"{setup['seeds']} seed(s), mean ± sd over seeds; scores in % (CoLA: MCC, STS-B: "
+             "Spearman). " + exp.paper_note, "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [f"{r['budget']:g}", r["arm"], f"{r['steps']:.0f}", f"{r['train_flops']:.2e}",
+                 f"{r['train_seconds'] / 60:.1f}", _pm(r["probe_avg"], r["probe_avg_sd"]),
+                 _pm(r["probe_avg_delta"], r["probe_avg_delta_sd"]),
+                 *[_pm(r[f"probe_{t}"], r[f"probe_{t}_sd"]) for t in tasks],
+                 *[_pm(r[f"finetune_{t}"], r[f"finetune_{t}_sd"]) for t in ft],
+                 (f"{r['heldout_name']} {_pm(r['heldout'], r['heldout_sd'], 3)}"
+                  if r["heldout_name"] else "n/a"),
+                 "" if r["paper"] is None else f"{r['paper']}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    if exp.name == "efficiency":
+        a, b = exp.arms[0].label, exp.arms[1].label
+        lines += ["", f"At equal wall time ({b}'s probe average interpolated at {a}'s training "
+                  "time; n/a outside the times measured):", "",
+                  f"| train min | {a} | {b} | Δ |", "|---|---|---|---|"]
+        for e in equal_time(rows, a, b):
+            fmt = (lambda v: "n/a" if v is None else f"{v:.1f}")
+            lines.append(f"| {e['seconds'] / 60:.1f} | {fmt(e[a])} | {fmt(e[b])} | "
+                         f"{fmt(e['delta'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
+    """Plotly HTML and a static SVG of each figure."""
+    import plotly.graph_objects as go
+
+    trained = [r for r in rows if r["steps"]]
+    arms = list(dict.fromkeys(r["arm"] for r in trained))
+    written = []
+    if len(set(r["budget"] for r in trained)) > 1:
+        for axis, title, logx in (("train_flops", "training FLOPs", True),
+                                  ("train_seconds", "training seconds", True)):
+            series = [{"name": arm, "x": [r[axis] for r in trained if r["arm"] == arm],
+                       "y": [r["probe_avg"] for r in trained if r["arm"] == arm],
+                       "err": [r["probe_avg_sd"] for r in trained if r["arm"] == arm]}
+                      for arm in arms]
+            name = f"{exp.name}_probe_vs_{axis}"
+            fig = go.Figure([go.Scatter(x=s["x"], y=s["y"], name=s["name"], mode="lines+markers",
+                                        error_y={"type": "data", "array": s["err"]})
+                             for s in series])
+            fig.update_layout(title=f"{exp.name}: linear-probe average vs {title}",
+                              xaxis_title=title, yaxis_title="probe average (%)",
+                              xaxis_type="log" if logx else "linear")
+            written += _save(fig, svg.line_chart(series, title=fig.layout.title.text,
+                                                 xlabel=title, ylabel="probe average (%)",
+                                                 logx=logx), out / name)
+        return written
+    top = [r for r in rows if r["budget"] == max(x["budget"] for x in rows) or not r["steps"]]
+    metrics = [("probe_avg", "probe average")] + [
+        (f"finetune_{t}", f"fine-tune {t}") for t in top[0]["finetune_tasks"]]
+    series = [{"name": label, "y": [r[k] for r in top], "err": [r[k + "_sd"] for r in top]}
+              for k, label in metrics]
+    groups = [r["arm"] for r in top]
+    fig = go.Figure([go.Bar(x=groups, y=s["y"], name=s["name"],
+                            error_y={"type": "data", "array": s["err"]}) for s in series])
+    fig.update_layout(title=f"{exp.name}: downstream scores (%)", barmode="group")
+    return _save(fig, svg.bar_chart(groups, series, title=fig.layout.title.text,
+                                    ylabel="score (%)"), out / f"{exp.name}_scores")
+
+
+def _save(fig, svg_text: str, stem: Path) -> list[Path]:
+    fig.write_html(stem.with_suffix(".html"), include_plotlyjs="cdn")
+    stem.with_suffix(".svg").write_text(svg_text)
+    return [stem.with_suffix(".html"), stem.with_suffix(".svg")]
+
+
+def write_report(exp: Experiment, results: list[dict], controls: list[dict], *, out: Path,
+                 setup: dict) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    rows = aggregate(exp, results, controls)
+    text = markdown(exp, rows, setup)
+    summary = {"experiment": exp.name, "question": exp.question, "setup": setup, "rows": rows,
+               "runs": results, "controls": controls}
+    (out / "results.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    (out / "results.md").write_text(text)
+    files = [out / "results.json", out / "results.md", *figures(exp, rows, out)]
+    return {"markdown": text, "files": [str(f) for f in files], "summary": rows}

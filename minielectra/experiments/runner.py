@@ -1,0 +1,100 @@
+"""``minielectra experiment NAME``: every run of an experiment, then its tables and figures.
+
+For each budget, arm and seed (:mod:`.specs`), one run (:mod:`.runs`: pre-train, then probes and
+fine-tuning), then a no-pre-training control per seed; all of it resumable. Then
+``OUT/<NAME>/results.json`` (every run, and mean and spread per arm), ``results.md`` (the
+tables) and the figures (:mod:`.report`). The compute of every run is recorded: training FLOPs
+(counted from the config, :mod:`minielectra.objectives.flops`), training seconds and tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..config import apply_overrides, preset as preset_config
+from ..objectives.flops import train_flops_per_step
+from .probe import tasks_present
+from .report import write_report
+from .runs import Judge, RunSpec, arm_config, execute, random_init
+from .specs import get_experiment
+
+
+def plan(name: str, *, budget: int | None = None, seeds: int = 1, preset: str = "nano",
+         corpus: str | None = None, out: str | Path = "experiments",
+         overrides: Sequence[str] = ()) -> list[RunSpec]:
+    """The runs of experiment ``name``, in the order they run (smallest budgets first)."""
+    exp = get_experiment(name)
+    if seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    base = preset_config(preset)
+    # the experiment's own settings (tying and procedures need an equal-size generator) last
+    apply_overrides(base, ([f"data.corpus={corpus}"] if corpus else []) + list(overrides)
+                    + list(exp.extra))
+    budget = budget or base.train.max_steps
+    if budget < 4:
+        raise ValueError(f"--budget must be at least 4 steps, got {budget}")
+    reference = arm_config(base, exp.arms[0].overrides, steps=budget, seed=0, out_dir=Path("x"))
+    ref_flops = train_flops_per_step(reference)
+    specs = []
+    for fraction in exp.budgets:
+        for arm in exp.arms:
+            probe_cfg = arm_config(base, arm.overrides, steps=budget, seed=0, out_dir=Path("x"))
+            cost = (train_flops_per_step(probe_cfg)
+                    if probe_cfg.objective.procedure != "two-stage" else ref_flops)
+            scale = ref_flops / cost if exp.equal == "flops" else 1.0
+            steps = max(4, round(fraction * budget * scale))
+            for seed in range(seeds):
+                cfg = arm_config(base, arm.overrides, steps=steps, seed=seed, out_dir=Path("x"))
+                spec = RunSpec(arm.label, seed, fraction, cfg)
+                cfg.train.out_dir = str(Path(out) / "runs" / spec.name)
+                specs.append(spec)
+    return specs
+
+
+def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
+                   preset: str = "nano", corpus: str | None = None,
+                   out: str | Path = "experiments", overrides: Sequence[str] = (),
+                   probe_tasks: Sequence[str] | None = None,
+                   finetune_tasks: Sequence[str] | None = None, probe_examples: int = 4000,
+                   finetune_examples: int = 2000, finetune_overrides: Sequence[str] = (),
+                   progress: bool = True) -> dict[str, Any]:
+    """Run (or resume) experiment ``name`` and write its report to ``out/name/``.
+
+    ``budget``: steps of the reference arm at the largest budget (default: the preset's
+    ``train.max_steps``). Downstream: probes on ``probe_tasks`` and fine-tuning on
+    ``finetune_tasks`` (defaults: every GLUE task with train and dev files in the data dir but
+    WNLI, and SST-2), on fixed subsets of ``probe_examples`` / ``finetune_examples``.
+    """
+    exp = get_experiment(name)
+    present = tasks_present()
+    probe_tasks = list(probe_tasks) if probe_tasks is not None else present
+    if finetune_tasks is None:
+        finetune_tasks = [t for t in ("sst2",) if t in present]
+    judge = Judge(tuple(probe_tasks), tuple(finetune_tasks), probe_examples, finetune_examples,
+                  tuple(finetune_overrides))
+    budget = budget or preset_config(preset).train.max_steps
+    specs = plan(name, budget=budget, seeds=seeds, preset=preset, corpus=corpus, out=out,
+                 overrides=overrides)
+    results, start = [], time.perf_counter()
+    for i, spec in enumerate(specs, 1):
+        if progress:
+            print(f"[{name} {i}/{len(specs)}] {spec.arm}, seed {spec.seed}, budget "
+                  f"{spec.budget:g} ({spec.steps} steps) -> {spec.cfg.train.out_dir}", flush=True)
+        r = execute(spec, judge, progress=progress)
+        results.append(r)
+        if progress:
+            print(f"    probe avg {r['probe_avg']:.2f}  fine-tune {r['finetune_avg']}  "
+                  f"train {r['train_seconds']:.0f} s  ({time.perf_counter() - start:.0f} s so far)",
+                  flush=True)
+    controls = [random_init(results[0], judge, seed=s, out=Path(out) / "runs")
+                for s in range(seeds)]
+    setup = {"preset": preset, "corpus": corpus, "budget": budget, "seeds": seeds,
+             "overrides": list(overrides), "judge": judge.__dict__}
+    report = write_report(exp, results, controls, out=Path(out) / name, setup=setup)
+    if progress:
+        print(report["markdown"])
+    return {"experiment": name, "out": str(Path(out) / name), "runs": len(results),
+            "files": report["files"], "summary": json.loads(json.dumps(report["summary"]))}

@@ -1,0 +1,188 @@
+"""One run of an experiment: pre-train (resumable), then judge downstream; a finished run is a file.
+
+A run lives in its own directory ``OUT/runs/<arm>-<steps>-s<seed>-<config hash>/``: the
+pre-training run (``config.json``, ``metrics.jsonl``, ``checkpoints/``), ``timing.json``
+(training seconds so far, kept up to date at every log line, so an interrupted run's time is not
+lost), ``pretrain.json`` once pre-training is done, and ``result.json`` once it is judged. Re-running skips a run
+with ``result.json``, judges one with ``pretrain.json`` and resumes any other from its latest
+checkpoint (``pretrain(resume=True)``). Runs are named by their content, so experiments that
+share a run (``table5`` and ``efficiency`` both train ELECTRA and MLM) share its directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import RunConfig, apply_overrides
+from ..model.electra import Electra
+from ..objectives.flops import run_flops, train_flops_per_step
+from ..tasks.finetune import finetune
+from ..training.checkpoints import latest_checkpoint
+from ..training.loop import pretrain
+from .probe import probe
+
+
+@dataclass(frozen=True)
+class Judge:
+    """How a pre-trained encoder is scored downstream."""
+
+    probe_tasks: tuple[str, ...]
+    finetune_tasks: tuple[str, ...] = ("sst2",)
+    probe_examples: int = 4000
+    finetune_examples: int = 2000
+    finetune_overrides: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    arm: str
+    seed: int
+    budget: float  # fraction of --budget
+    cfg: RunConfig
+
+    @property
+    def steps(self) -> int:
+        return self.cfg.train.max_steps
+
+    @property
+    def name(self) -> str:
+        """``<arm>-<steps>-s<seed>-<hash of the config>``: the same run in two experiments
+        (same config, seed and length) is one directory."""
+        d = self.cfg.to_dict()
+        d["train"] = {**d["train"], "out_dir": ""}
+        digest = hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
+        return f"{slug(self.arm)}-{self.steps}-s{self.seed}-{digest}"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def arm_config(base: RunConfig, overrides, *, steps: int, seed: int, out_dir: Path) -> RunConfig:
+    """``base`` with the arm's overrides and this run's length, seed and directory. Warmup is
+    5% of the steps (the ``nano`` preset's 100 of 2000) so that every budget has the same
+    schedule shape; checkpoints every quarter, for resuming; no wall-clock limit."""
+    cfg = apply_overrides(RunConfig.from_dict(base.to_dict()), list(overrides))
+    t = cfg.train
+    t.max_steps, t.seed, t.out_dir = steps, seed, str(out_dir)
+    t.warmup_steps = max(1, round(0.05 * steps))
+    t.save_every, t.eval_every, t.max_minutes, t.milestones = max(1, steps // 4), 0, 0.0, ()
+    t.log_every = min(t.log_every, max(1, steps // 4))
+    return cfg.validate()
+
+
+def _read(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _write(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    tmp.replace(path)  # atomic: a crash leaves the old file or the new one
+
+
+class Clock:
+    """Training seconds across interruptions: this process's share is extrapolated from the log
+    lines (time since the first line this process wrote, scaled to the steps it trained)."""
+
+    def __init__(self, path: Path, start_step: int):
+        self.path, self.start_step = path, start_step
+        self.before = (_read(path) or {}).get("train_seconds", 0.0) if start_step else 0.0
+        self.first: tuple[float, int] | None = None
+        self.seconds = self.before
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        if record.get("kind") != "train":
+            return
+        now, step = time.perf_counter(), record["step"]
+        if self.first is None:
+            self.first = (now, step)
+            return
+        t0, s0 = self.first
+        if step > s0:
+            rate = (now - t0) / (step - s0)
+            self.seconds = self.before + rate * (step - self.start_step)
+            _write(self.path, {"train_seconds": self.seconds, "step": step})
+
+
+def pretrain_run(spec: RunSpec, *, progress: bool) -> dict[str, Any]:
+    """Pre-train ``spec`` (resuming if it has a checkpoint); returns ``pretrain.json``."""
+    out = Path(spec.cfg.train.out_dir)
+    done = _read(out / "pretrain.json")
+    if done is not None:
+        return done
+    ckpt = latest_checkpoint(out)
+    start = int(ckpt.name.split("_")[-1]) if ckpt is not None else 0
+    clock = Clock(out / "timing.json", start)
+    summary = pretrain(spec.cfg, resume=ckpt is not None, progress=progress, on_record=clock)
+    saved = RunConfig.load(out / "config.json")  # vocabulary resolved from the tokenizer
+    result = {"arm": spec.arm, "seed": spec.seed, "budget": spec.budget, "steps": summary["step"],
+              "checkpoint": summary["checkpoint"], "heldout": summary["heldout"],
+              "train_seconds": clock.seconds, "resumed_from": start,
+              "flops_per_step": train_flops_per_step(saved) if saved.objective.procedure !=
+              "two-stage" else run_flops(saved) / saved.train.max_steps,
+              "train_flops": run_flops(saved),
+              "tokens": summary["step"] * saved.train.batch_size * saved.data.max_seq_len,
+              "config": saved.to_dict()}
+    _write(out / "pretrain.json", result)
+    return result
+
+
+def judge_model(model: Electra, judge: Judge, *, seed: int) -> dict[str, Any]:
+    """Linear probes on the frozen discriminator encoder, then fine-tuning (median-free: one
+    seed per pre-training seed, so the spread over seeds covers both)."""
+    n = min(128, model.config.max_position_embeddings)
+    probes = probe(model.discriminator.encoder, model.tokenizer, list(judge.probe_tasks),
+                   max_train_examples=judge.probe_examples, max_seq_len=n)
+    tuned = {}
+    for task in judge.finetune_tasks:
+        r = finetune(model, task, seed=seed, max_train_examples=judge.finetune_examples,
+                     overrides=[f"finetune.max_seq_len={n}", *judge.finetune_overrides],
+                     progress=False, save_model=False)
+        tuned[task] = {"score": r["score"], "train_seconds": r["runs"][0]["train_seconds"]}
+    scores = [p["score"] for p in probes.values()]
+    return {"probe": probes, "probe_avg": sum(scores) / len(scores) if scores else None,
+            "finetune": tuned,
+            "finetune_avg": (sum(t["score"] for t in tuned.values()) / len(tuned)
+                             if tuned else None)}
+
+
+def execute(spec: RunSpec, judge: Judge, *, progress: bool = False) -> dict[str, Any]:
+    """Pre-train and judge ``spec`` unless its ``result.json`` says it is done."""
+    out = Path(spec.cfg.train.out_dir)
+    done = _read(out / "result.json")
+    if done is not None:
+        return done
+    result = pretrain_run(spec, progress=progress)
+    model = Electra.from_pretrained(result["checkpoint"])
+    result = {**result, **judge_model(model, judge, seed=spec.seed),
+              "judge": dataclasses.asdict(judge)}
+    _write(out / "result.json", result)
+    return result
+
+
+def random_init(reference: dict[str, Any], judge: Judge, *, seed: int, out: Path) -> dict:
+    """The no-pre-training control: a freshly initialised model of the reference run's shape and
+    tokenizer, judged the same way (cached in ``out/random-init-s<seed>.json``)."""
+    path = out / f"random-init-s{seed}.json"
+    done = _read(path)
+    if done is not None:
+        return done
+    loaded = Electra.from_pretrained(reference["checkpoint"])
+    torch.manual_seed(seed)
+    model = Electra(loaded.config, loaded.objective)
+    model.tokenizer = loaded.tokenizer
+    result = {"arm": "random init (no pre-training)", "seed": seed, "budget": 0.0, "steps": 0,
+              "train_flops": 0, "train_seconds": 0.0, "tokens": 0, "heldout": {},
+              **judge_model(model, judge, seed=seed)}
+    _write(path, result)
+    return result

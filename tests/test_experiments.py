@@ -1,0 +1,178 @@
+"""The experiment runner (minielectra.experiments): equal-FLOPs planning, resuming, the linear
+probe against scikit-learn's ridge, the report's tables, and a tiny run of every experiment."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from minielectra.cli import main
+from minielectra.experiments import probe, report, runner, svg
+from minielectra.experiments.specs import EXPERIMENTS
+from minielectra.objectives.flops import train_flops_per_step
+
+WORDS = ("the cat dog sat on mat ran far away quick brown fox jumps over lazy river tree "
+         "house green blue red small big old new day night sun moon star sky").split()
+
+TINY = ["data.vocab_size=64", "data.max_seq_len=16", "data.held_out_fraction=0.2",
+        "data.num_workers=1", "model.embedding_size=8", "model.hidden_size=16",
+        "model.num_layers=1", "model.num_heads=2", "model.intermediate_size=32",
+        "model.max_position_embeddings=32", "model.generator_size=0.5", "train.batch_size=4",
+        "train.eval_examples=8", "train.log_every=2"]
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+    rng = random.Random(0)
+    docs = ["\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 12)))
+                      for _ in range(rng.randint(3, 6))) for _ in range(40)]
+    path = tmp_path_factory.mktemp("corpus") / "tiny.txt"
+    path.write_text("\n\n".join(docs) + "\n")
+    return path
+
+
+@pytest.fixture
+def tiny(corpus_file, tmp_path, glue_slice_dir, monkeypatch):
+    monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(glue_slice_dir))
+    return dict(corpus=str(corpus_file), out=tmp_path / "exp",
+                overrides=TINY + [f"data.cache_dir={tmp_path / 'cache'}"])
+
+
+# ------------------------------------------------------------------------------ planning
+
+
+def test_equal_flops_gives_each_arm_the_reference_compute(tiny):
+    specs = runner.plan("table5", budget=40, seeds=2, **tiny)
+    assert len(specs) == 5 * 2
+    ref = [s for s in specs if s.arm == "ELECTRA"][0]
+    budget = 40 * train_flops_per_step(ref.cfg)
+    for s in specs:
+        assert abs(s.steps * train_flops_per_step(s.cfg) - budget) <= train_flops_per_step(s.cfg)
+    assert len({s.cfg.train.out_dir for s in specs}) == 10
+    mlm = [s for s in specs if s.arm == "BERT (MLM)"][0]
+    assert mlm.cfg.objective.name == "mlm" and mlm.steps != ref.steps
+
+
+def test_efficiency_budgets_and_shared_run_directories(tiny):
+    eff = runner.plan("efficiency", budget=40, **tiny)
+    assert sorted(s.steps for s in eff if s.arm == "ELECTRA") == [10, 20, 40]
+    t5 = runner.plan("table5", budget=40, **tiny)
+    shared = {s.cfg.train.out_dir for s in eff} & {s.cfg.train.out_dir for s in t5}
+    assert len(shared) == 2  # ELECTRA and MLM at the full budget are the same runs
+    sizes = runner.plan("generator-size", budget=40, **tiny)
+    assert {s.steps for s in sizes} == {40}  # equal steps, as the paper's figure
+
+
+# ---------------------------------------------------------------------------------- probe
+
+
+def test_ridge_probe_matches_scikit_learn():
+    sklearn = pytest.importorskip("sklearn.linear_model")
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 6, generator=g, dtype=torch.float64)
+    y = x @ torch.randn(6, 2, generator=g, dtype=torch.float64) + 0.3
+    w = probe.ridge_fit(x, y, 5.0)
+    ref = sklearn.Ridge(alpha=5.0).fit(x.numpy(), y.numpy())
+    np.testing.assert_allclose(w[:-1].numpy(), ref.coef_.T, atol=1e-8)
+    np.testing.assert_allclose(w[-1].numpy(), ref.intercept_, atol=1e-8)
+
+
+def test_probe_separates_a_separable_task_and_not_noise():
+    from minielectra.tasks.glue import get_task
+    g = torch.Generator().manual_seed(0)
+    labels = torch.randint(2, (400,), generator=g)
+    x = torch.randn(400, 8, generator=g) + 3.0 * labels[:, None].float()
+    sst2 = get_task("sst2")
+    good = probe.fit_probe(sst2, x[:300], labels[:300].tolist(), x[300:], labels[300:].tolist())
+    assert good["score"] > 95
+    noise = torch.randn(400, 8, generator=g)
+    bad = probe.fit_probe(sst2, noise[:300], labels[:300].tolist(), noise[300:],
+                          labels[300:].tolist())
+    assert bad["score"] < 70
+
+
+def test_equal_time_interpolates_in_log_time_and_never_extrapolates():
+    rows = [{"arm": "A", "train_seconds": 100.0, "probe_avg": 60.0},
+            {"arm": "A", "train_seconds": 1000.0, "probe_avg": 70.0},
+            {"arm": "B", "train_seconds": 10.0, "probe_avg": 50.0},
+            {"arm": "B", "train_seconds": 1000.0, "probe_avg": 58.0}]
+    got = report.equal_time(rows, "A", "B")
+    assert got[0]["B"] == pytest.approx(54.0) and got[0]["delta"] == pytest.approx(6.0)
+    assert got[1]["B"] == pytest.approx(58.0)
+    rows[3]["train_seconds"] = 500.0
+    assert report.equal_time(rows, "A", "B")[1]["B"] is None
+
+
+def test_svg_charts_are_wellformed_xml():
+    import xml.etree.ElementTree as ET
+    ET.fromstring(svg.line_chart([{"name": "a", "x": [1e9, 1e10], "y": [50, 60], "err": [1, 2]}],
+                                 title="t", xlabel="x", ylabel="y", logx=True))
+    ET.fromstring(svg.bar_chart(["g1", "g2"], [{"name": "s", "y": [50, 55], "err": [0, 1]}],
+                                title="t", ylabel="y"))
+
+
+# ----------------------------------------------------------------------- end to end, resumed
+
+
+def small_judge(**kw):
+    return dict(probe_tasks=["sst2", "stsb"], finetune_tasks=["sst2"], probe_examples=30,
+                finetune_examples=16, finetune_overrides=["finetune.epochs=1"], progress=False,
+                **kw)
+
+
+def test_table5_end_to_end_then_resumes_without_retraining(tiny, monkeypatch):
+    result = runner.run_experiment("table5", budget=6, seeds=1, **tiny, **small_judge())
+    out = tiny["out"] / "table5"
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert [r["arm"] for r in rows] == [a.label for a in EXPERIMENTS["table5"].arms] + [
+        "random init (no pre-training)"]
+    assert all(r["train_flops"] > 0 for r in rows[:-1])
+    assert "| ELECTRA |" in (out / "results.md").read_text()
+    assert (out / "table5_scores.svg").is_file() and (out / "table5_scores.html").is_file()
+    assert result["runs"] == 5
+    # a second call trains nothing: every run has its result file
+    import minielectra.experiments.runs as runs
+    monkeypatch.setattr(runs, "pretrain", lambda *a, **k: pytest.fail("retrained"))
+    again = runner.run_experiment("table5", budget=6, seeds=1, **tiny, **small_judge())
+    assert again["summary"] == json.loads(json.dumps(result["summary"]))
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint(tiny, monkeypatch):
+    import minielectra.experiments.runs as runs
+    from minielectra.training.checkpoints import latest_checkpoint
+    spec = runner.plan("efficiency", budget=8, **tiny)[-1]  # MLM, full budget
+    judge = runs.Judge(("sst2",), (), 30, 16)
+    real = runs.pretrain
+    calls = []
+
+    def interrupted(cfg, **kw):  # the first attempt stops half-way, as a crash would
+        calls.append(kw["resume"])
+        if len(calls) == 1:
+            from minielectra.training.loop import pretrain
+            pretrain(cfg, until_step=cfg.train.max_steps // 2, progress=False)
+            raise KeyboardInterrupt
+        return real(cfg, **kw)
+
+    monkeypatch.setattr(runs, "pretrain", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runs.execute(spec, judge)
+    assert latest_checkpoint(spec.cfg.train.out_dir) is not None
+    result = runs.execute(spec, judge)
+    assert calls == [False, True] and result["resumed_from"] == spec.steps // 2
+    assert result["steps"] == spec.steps
+
+
+@pytest.mark.parametrize("name", ["efficiency", "generator-size", "tying", "alectra",
+                                  "procedures"])
+def test_every_experiment_runs_end_to_end(tiny, name, capsys):
+    code = main(["experiment", name, "--budget", "4", "--corpus", tiny["corpus"], "--out",
+                 str(tiny["out"]), "--probe-tasks", "sst2", "--finetune-tasks",
+                 "--probe-examples", "30", *[a for o in tiny["overrides"] for a in ("--set", o)]])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out.split("\n### ")[0] if False else
+                     (tiny["out"] / name / "results.json").read_text())
+    arms = {r["arm"] for r in out["rows"]}
+    assert {a.label for a in EXPERIMENTS[name].arms} <= arms
+    assert list((tiny["out"] / name).glob("*.svg"))
