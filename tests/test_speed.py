@@ -248,3 +248,18 @@ def test_one_inductor_graph_per_run(corpus_file, tmp_path):
     loop.pretrain(tiny(corpus_file, tmp_path / "run", "train.compile=true", "train.max_steps=3"),
                   progress=False)
     assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
+
+
+def test_prefetch_serves_the_same_batches_in_order_and_raises_errors():
+    """Data loading overlapped with the step (a thread gathers ahead): nothing else changes."""
+    from minielectra.data.dataset import prefetch
+
+    def batches(fail_at=None):
+        for i in range(7):
+            if i == fail_at:
+                raise ValueError("shard 3 is damaged")
+            yield {"input_ids": torch.full((2, 3), i)}
+    got = [b["input_ids"][0, 0].item() for b in prefetch(batches(), depth=2)]
+    assert got == list(range(7))
+    with pytest.raises(ValueError, match="shard 3"):
+        list(prefetch(batches(fail_at=3)))

@@ -19,8 +19,10 @@ import json
 import logging
 import multiprocessing
 import os
+import queue
 import shutil
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -371,4 +373,24 @@ def batch_iterator(dataset: PretrainingDataset, batch_size: int, *, seed: int = 
             begin = b * batch_size + rank * part
             yield _collate(dataset, order[begin:begin + part], pin)
         epoch, first = epoch + 1, 0
+
+
+def prefetch(batches: Iterator[dict], depth: int = 2) -> Iterator[dict]:
+    """``batches``, assembled ``depth`` ahead in a background thread: the gather from the
+    memory-mapped arrays and the copy into pinned memory overlap the GPU's step (numpy and torch
+    release the GIL while they copy). Same batches, same order; an error is raised here."""
+    done, ready = object(), queue.Queue(depth)
+
+    def work():
+        try:
+            for batch in batches:
+                ready.put(batch)
+        except Exception as e:  # handed to the consumer
+            ready.put(e)
+        ready.put(done)
+    threading.Thread(target=work, daemon=True, name="prefetch").start()
+    while (item := ready.get()) is not done:
+        if isinstance(item, Exception):
+            raise item
+        yield item
 

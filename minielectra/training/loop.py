@@ -18,7 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..config import RunConfig
-from ..data.dataset import batch_iterator
+from ..data.dataset import batch_iterator, prefetch
 from .checkpoints import (checkpoint_dir, milestone_steps, prune_checkpoints,
                           restore_trainer_state, save_checkpoint, trainer_state)
 from .device import resolve_device
@@ -88,6 +88,8 @@ class Run:
         self.batches = batch_iterator(train_ds, t.batch_size, seed=t.seed,
                                       start=self.step * t.grad_accum, device=self.device,
                                       rank=ranks.rank, world_size=ranks.world_size)
+        if self.device.type == "cuda":  # the next batches are gathered while the GPU steps
+            self.batches = prefetch(self.batches)
         self.eval_data = list(heldout_batches(heldout_ds, batch_size=t.batch_size,
                                               max_examples=t.eval_examples, device=self.device))
         self.bar = tqdm(total=t.max_steps, initial=self.step, disable=not progress,
