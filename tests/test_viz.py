@@ -139,6 +139,14 @@ def test_bad_input_is_named(ckpt, call, message):
         call(ckpt)
 
 
+def test_a_checkpoint_without_a_discriminator_is_refused(tmp_path, tiny_model_config):
+    from minielectra.config import ObjectiveConfig
+    from minielectra.model.electra import Electra
+    Electra(tiny_model_config(), ObjectiveConfig(name="mlm")).save_pretrained(tmp_path / "mlm")
+    with pytest.raises(ValueError, match="'mlm' objective: it has no discriminator"):
+        load_checkpoint(tmp_path / "mlm")
+
+
 # ------------------------------------------------------------------------ figures vs records
 
 

@@ -81,25 +81,27 @@ def test_keep_every_needs_save_every():
 # ------------------------------------------------------------------------------ the slider
 
 
-def test_slider_has_one_frame_per_checkpoint_scored_by_that_checkpoint(run):
+def test_slider_has_one_step_per_checkpoint_scored_by_that_checkpoint(run):
     run_dir = run[0]
     fig = learning_over_time(run_dir, TEXT, seed=1)
     found = list_checkpoints(run_dir)
-    assert [f.name for f in fig.frames] == [str(s) for s, _ in found]
-    assert [s.label for s in fig.layout.sliders[0].steps] == [str(s) for s, _ in found]
+    steps = fig.layout.sliders[0].steps
+    assert [s.label for s in steps] == [str(s) for s, _ in found]
     # The corruption: the last checkpoint's own forward pass with the same seed.
     last = Electra.from_pretrained(found[-1][1]).eval()
     ids = torch.tensor([[last.tokenizer.cls_id, *last.tokenizer.encode(TEXT),
                          last.tokenizer.sep_id]])
     with torch.no_grad():
         corrupted = last(ids, generator=torch.Generator().manual_seed(1)).corrupted_ids
-        for frame, (step, path) in zip(fig.frames, found):
+        for slider_step, (step, path) in zip(steps, found):
             disc = Electra.from_pretrained(path).eval().discriminator
             p = torch.sigmoid(disc(corrupted, torch.ones_like(ids)))[0, 1:-1]
-            z = [v for row in frame.data[0].z for v in row if v is not None]
+            z = [v for row in slider_step.args[0]["z"][0] for v in row if v is not None]
             np.testing.assert_allclose(z, p.numpy(), rtol=1e-5, atol=1e-6)
-    # The first frame is what the page shows before the slider moves.
-    assert fig.data[0].z == fig.frames[0].data[0].z
+            hover = [h for row in slider_step.args[0]["hovertext"][0] for h in row if h]
+            assert [h.split("P(replaced) = ")[1][:5] for h in hover] == [f"{v:.3f}" for v in p]
+    # The first step is what the page shows before the slider moves.
+    assert steps[0].args[0]["z"][0] == fig.data[0].z and fig.layout.sliders[0].active == 0
 
 
 def test_slider_frames_share_the_corruption_and_differ_in_scores(run):
@@ -258,6 +260,20 @@ def test_viz_run_page_has_report_slider_and_heldout(run, tmp_path, capsys):
     from test_viz_browser import assert_rendered, find_chromium, render
     if find_chromium() is None:
         pytest.skip("no Chromium on this machine (apt-get install chromium; .ci/run installs it)")
-    shot = render(page, tmp_path / "run.png", width=1200, height=2400)
+    # Move the slider to the last checkpoint as a reader would: the step's own restyle.
+    moved = tmp_path / "moved.html"
+    moved.write_text(html.replace("</body>", MOVE_SLIDER + "</body>"))
+    shot = render(moved, tmp_path / "run.png", width=1200, height=2400)
     assert_rendered(shot, 3, width=1200, height=2400)
-    assert "slider-container" in shot.dom
+    assert "slider-container" in shot.dom and 'data-moved="6"' in shot.dom
+
+
+MOVE_SLIDER = """<script>
+window.addEventListener("load", function () {
+  document.querySelectorAll(".js-plotly-plot").forEach(function (gd) {
+    if (!gd.layout.sliders) return;
+    var last = gd.layout.sliders[0].steps[gd.layout.sliders[0].steps.length - 1];
+    Plotly.restyle(gd, last.args[0]).then(function () { gd.dataset.moved = last.label; });
+  });
+});
+</script>"""

@@ -139,8 +139,8 @@ def heldout_figure(p, labels, *, bins: int = 10, title: str | None = None) -> go
                         subplot_titles=("calibration: replaced fraction per P(replaced) bin",
                                         f"precision-recall (average precision {ap:.3f})"))
     mids = (cal["edges"][:-1] + cal["edges"][1:]) / 2
-    fig.add_trace(go.Bar(x=mids, y=cal["count"], width=1 / bins, name="tokens per bin",
-                         marker_color="lightgrey", opacity=0.6), row=1, col=1, secondary_y=True)
+    fig.add_trace(go.Bar(x=mids, y=cal["count"], width=0.8 / bins, name="tokens per bin",
+                         marker_color="lightgrey", opacity=0.5), row=1, col=1, secondary_y=True)
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfectly calibrated",
                              line=dict(dash="dash", color="grey")), row=1, col=1)
     fig.add_trace(go.Scatter(x=cal["mean_p"], y=cal["frac_replaced"], mode="lines+markers",
@@ -153,8 +153,9 @@ def heldout_figure(p, labels, *, bins: int = 10, title: str | None = None) -> go
     fig.add_trace(go.Scatter(x=[0, 1], y=[base, base], mode="lines", line=dict(dash="dot"),
                              name=f"chance (replaced fraction {base:.3f})"), row=1, col=2)
     fig.update_xaxes(title_text="mean P(replaced) in the bin", range=[0, 1], row=1, col=1)
-    fig.update_yaxes(title_text="fraction replaced", range=[0, 1], row=1, col=1)
-    fig.update_yaxes(title_text="tokens", type="log", secondary_y=True, row=1, col=1,
+    fig.update_yaxes(title_text="fraction replaced", range=[0, 1], row=1, col=1,
+                     secondary_y=False)
+    fig.update_yaxes(title_text="tokens", type="log", dtick=1, secondary_y=True, row=1, col=1,
                      showgrid=False)
     fig.update_xaxes(title_text="recall", range=[0, 1], row=1, col=2)
     fig.update_yaxes(title_text="precision", range=[0, 1.02], row=1, col=2)

@@ -100,7 +100,7 @@ def _x_buttons(records: list[dict]) -> list[dict]:
         xs = [series(records, kind, key, x)[0] for _, kind, key, _ in SERIES]
         titles = {f"xaxis{i + 1 if i else ''}.title.text": title for i in range(len(PANELS))}
         buttons.append(dict(label=f"x: {x}", method="update", args=[{"x": xs}, titles]))
-    return [dict(type="buttons", direction="right", x=0, xanchor="left", y=1.12,
+    return [dict(type="buttons", direction="right", x=1, xanchor="right", y=1.12,
                  yanchor="bottom", showactive=True, buttons=buttons)]
 
 
@@ -114,7 +114,8 @@ def training_report(records: list[dict], *, x: str = "steps",
     for (panel, *_), trace in zip(SERIES, _traces(records, x)):
         fig.add_trace(trace, row=panel // 3 + 1, col=panel % 3 + 1)
     fig.update_xaxes(title_text=X_AXES[x][1])
-    fig.update_yaxes(type="log", row=1, col=1)  # MLM loss ~1-8 nats, discriminator's ~0.1-0.5
+    # The MLM loss (~1-8 nats) and the discriminator's (~0.1-0.5) share a log axis.
+    fig.update_yaxes(type="log", dtick=1, row=1, col=1)
     fig.update_layout(title=title, height=640, updatemenus=_x_buttons(records),
                       margin=dict(t=110), legend=dict(groupclick="toggleitem"))
     fig.layout.updatemenus[0].active = list(X_AXES).index(x)

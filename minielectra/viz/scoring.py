@@ -51,6 +51,7 @@ from ..data.tokenizer import WordPieceTokenizer
 from ..model import hf
 from ..model.electra import Electra
 from ..model.storage import resolve_bundled
+from ..objectives.compute import DISCRIMINATIVE
 from ..training.checkpoints import latest_checkpoint
 
 # ------------------------------------------------------------------------ 1. the checkpoint
@@ -89,6 +90,9 @@ def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
     """Load a checkpoint for scoring (see :func:`checkpoint_path` for what ``spec`` may be)."""
     path = checkpoint_path(spec)
     model = Electra.from_pretrained(path).eval()
+    if model.objective.name not in DISCRIMINATIVE:
+        raise ValueError(f"checkpoint {spec} was pre-trained with the {model.objective.name!r} "
+                         "objective: it has no discriminator to show")
     if model.tokenizer is None:
         raise FileNotFoundError(f"checkpoint {spec}: no vocab.txt to tokenize text with")
     run_file = path / "run_config.json"

@@ -191,23 +191,35 @@ def batch_heatmap(batch: list[list[dict]], *, labels: list[str] | None = None,
     return fig
 
 
+def restyle_args(traces: list[go.BaseTraceType]) -> dict:
+    """A ``Plotly.restyle`` update that turns the strip's traces into ``traces`` (same layout):
+    the heatmap's values and texts, the markers' places. ``None`` leaves an attribute that a
+    trace does not have at its default."""
+    heat, *marks = traces
+    return {"z": [heat.z] + [None] * len(marks), "text": [heat.text] + [None] * len(marks),
+            "hovertext": [heat.hovertext] + [m.hovertext for m in marks],
+            "x": [None] + [m.x for m in marks], "y": [None] + [m.y for m in marks]}
+
+
 def learning_slider(frames: list[tuple[int, list[dict]]], *, words: bool = False,
                     per_row: int = 12, title: str | None = None) -> go.Figure:
     """One corrupted text as successive checkpoints saw it: ``frames`` is ``[(step, records)]``
     (:func:`.timeline.score_checkpoints`), the same corruption in each. The slider starts at the
-    first checkpoint; each frame holds that checkpoint's heatmap and markers."""
+    first checkpoint; each of its steps restyles the strip to that checkpoint's scores.
+
+    The steps restyle rather than animate plotly frames: a page or notebook that auto-plays
+    frames draws heatmaps blank, and a restyle looks the same in every renderer.
+    """
     if not frames:
         raise ValueError("learning_slider needs at least one checkpoint")
     items = [(step, join_words(recs) if words else recs) for step, recs in frames]
     cells = wrap(items[0][1], per_row)
-    fig = go.Figure(strip_traces(items[0][1], cells),
-                    frames=[go.Frame(data=strip_traces(recs, cells), name=str(step))
-                            for step, recs in items])
+    states = [strip_traces(recs, cells) for _, recs in items]
+    fig = go.Figure(states[0])
     for shape in replaced_outlines(items[0][1], cells):  # the corruption is the same throughout
         fig.add_shape(**shape)
-    steps = [dict(method="animate", label=str(step),
-                  args=[[str(step)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
-                                          transition=dict(duration=0))]) for step, _ in items]
+    steps = [dict(method="restyle", label=str(step), args=[restyle_args(traces)])
+             for (step, _), traces in zip(items, states)]
     _strip_layout(fig, max(r for r, _ in cells) + 1, per_row, title)
     fig.update_layout(height=fig.layout.height + 90, sliders=[dict(
         active=0, steps=steps, currentvalue=dict(prefix="checkpoint at step "),
