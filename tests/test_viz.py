@@ -139,6 +139,16 @@ def test_bad_input_is_named(ckpt, call, message):
         call(ckpt)
 
 
+def test_a_converted_transformers_checkpoint_scores_as_the_original(ckpt, tmp_path):
+    from minielectra.model.convert import convert
+    convert("bundled", tmp_path / "hf", direction="to_hf")  # discriminator/ and generator/
+    converted = load_checkpoint(tmp_path / "hf")  # no run_config.json: windows of up to 128
+    ours, theirs = score_text(ckpt, TEXT, seed=2), score_text(converted, TEXT, seed=2)
+    assert [r["token"] for r in theirs] == [r["token"] for r in ours]
+    np.testing.assert_allclose([r["p_replaced"] for r in theirs],
+                               [r["p_replaced"] for r in ours], rtol=1e-5, atol=1e-6)
+
+
 def test_a_checkpoint_without_a_discriminator_is_refused(tmp_path, tiny_model_config):
     from minielectra.config import ObjectiveConfig
     from minielectra.model.electra import Electra
