@@ -42,7 +42,8 @@ class Explorer:
         self.replace = w.Text(value=replace, description="replace", layout=wide,
                               placeholder="POS=WORD pairs, e.g. 2=dog 5=ran (empty: the "
                                           "generator samples)", continuous_update=False)
-        self.checkpoint = w.Combobox(value=str(checkpoint), options=["bundled"],
+        runs = sorted(str(p) for p in Path("runs").glob("*") if p.is_dir())  # pretrain's default
+        self.checkpoint = w.Combobox(value=str(checkpoint), options=["bundled", *runs],
                                      description="checkpoint", ensure_option=False, layout=wide,
                                      placeholder="bundled, a checkpoint dir or a run dir",
                                      continuous_update=False)
