@@ -63,3 +63,27 @@ def tiny_model_config():
         base.update(kw)
         return ModelConfig(**base)
     return make
+
+
+TINY_WORDS = ("the cat dog sat on mat ran far away quick brown fox jumps over lazy river tree "
+              "house green blue red small big old new day night sun moon star sky").split()
+
+
+@pytest.fixture(scope="session")
+def tiny_words() -> list[str]:
+    return TINY_WORDS
+
+
+@pytest.fixture(scope="session")
+def write_tiny_corpus():
+    """A function ``(path, documents=40) -> path`` writing documents of 3-6 random 'sentences'
+    of ``TINY_WORDS`` in the official format (a sentence a line, a blank line between documents)."""
+    import random
+
+    def write(path: Path, documents: int = 40) -> Path:
+        rng = random.Random(0)
+        docs = ["\n".join(" ".join(rng.choices(TINY_WORDS, k=rng.randint(4, 12)))
+                          for _ in range(rng.randint(3, 6))) for _ in range(documents)]
+        path.write_text("\n\n".join(docs) + "\n")
+        return path
+    return write

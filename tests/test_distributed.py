@@ -9,7 +9,6 @@ line, ``torchrun -m minielectra pretrain``, on a corpus prepared with ``minielec
 
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -27,8 +26,6 @@ from minielectra.model.electra import Electra
 from minielectra.training.loop import pretrain
 from minielectra.training.ranks import Ranks
 
-WORDS = ("the cat dog sat on mat ran far away quick brown fox jumps over lazy river tree "
-         "house green blue red small big old new day night sun moon star sky").split()
 TINY = ["data.max_seq_len=16", "model.embedding_size=8", "model.hidden_size=16",
         "model.num_layers=1", "model.num_heads=2", "model.intermediate_size=32",
         "model.max_position_embeddings=16", "model.generator_size=0.5", "model.dropout=0.1",
@@ -38,13 +35,11 @@ TINY = ["data.max_seq_len=16", "model.embedding_size=8", "model.hidden_size=16",
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> Path:
+def data(tmp_path_factory, write_tiny_corpus, tiny_words) -> Path:
     root = tmp_path_factory.mktemp("ddp")
-    rng = random.Random(0)
-    docs = ["\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 12)))
-                      for _ in range(rng.randint(3, 6))) for _ in range(80)]
-    (root / "tiny.txt").write_text("\n\n".join(docs) + "\n")
-    WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]).save(root / "tok")
+    write_tiny_corpus(root / "tiny.txt", documents=80)
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    WordPieceTokenizer([*specials, *tiny_words]).save(root / "tok")
     prepare(str(root / "tiny.txt"), out=root / "data", tokenizer=str(root / "tok"),
             max_seq_len=16, held_out_fraction=0.2, num_workers=1, progress=False)
     return root / "data"

@@ -7,7 +7,6 @@ spans several shards.
 """
 
 import json
-import random
 from pathlib import Path
 
 import numpy as np
@@ -21,24 +20,17 @@ from minielectra.data.dataset import batch_iterator, build_dataset
 from minielectra.data.prepare import ShardedDataset, load_prepared, prepare
 from minielectra.data.tokenizer import WordPieceTokenizer
 
-WORDS = ("the cat dog sat on mat ran far away quick brown fox jumps over lazy river tree "
-         "house green blue red small big old new day night sun moon star sky").split()
 CHUNK = 400  # characters per chunk: the tiny corpus makes ~25 chunks
 
 
 @pytest.fixture
-def corpus_file(tmp_path) -> Path:
-    rng = random.Random(0)
-    docs = ["\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 12)))
-                      for _ in range(rng.randint(3, 6))) for _ in range(60)]
-    path = tmp_path / "tiny.txt"
-    path.write_text("\n\n".join(docs) + "\n")
-    return path
+def corpus_file(tmp_path, write_tiny_corpus) -> Path:
+    return write_tiny_corpus(tmp_path / "tiny.txt", documents=60)
 
 
 @pytest.fixture
-def vocab(tmp_path) -> Path:
-    tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])
+def vocab(tmp_path, tiny_words) -> Path:
+    tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *tiny_words])
     tok.save(tmp_path / "tok")
     return tmp_path / "tok" / "vocab.txt"
 

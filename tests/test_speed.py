@@ -27,8 +27,6 @@ from minielectra.training import loop
 from minielectra.training.optim import build_optimizer
 from minielectra.training.step import MetricsLog, NanGuard
 
-WORDS = ("the cat dog sat on mat ran far away quick brown fox jumps over lazy river tree "
-         "house green blue red small big old new day night sun moon star sky").split()
 aten = torch.ops.aten
 # Ops whose result size or value the host must know: each waits for the device.
 SYNC_OPS = {aten._local_scalar_dense.default, aten.nonzero.default, aten.masked_select.default,
@@ -39,14 +37,8 @@ READS = ("item", "tolist", "__bool__", "__float__", "__int__", "__index__")
 
 
 @pytest.fixture(scope="module")
-def corpus_file(tmp_path_factory):
-    import random
-    rng = random.Random(0)
-    docs = ["\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 12)))
-                      for _ in range(rng.randint(3, 6))) for _ in range(40)]
-    path = tmp_path_factory.mktemp("corpus") / "tiny.txt"
-    path.write_text("\n\n".join(docs) + "\n")
-    return path
+def corpus_file(tmp_path_factory, write_tiny_corpus):
+    return write_tiny_corpus(tmp_path_factory.mktemp("corpus") / "tiny.txt")
 
 
 def tiny(corpus_file, out, *overrides):
@@ -146,7 +138,8 @@ def test_a_training_step_makes_no_host_sync(corpus_file, tmp_path, monkeypatch, 
 
 def test_the_counter_sees_a_read_when_there_is_one(corpus_file, tmp_path, monkeypatch,
                                                    gpu_optimizer):
-    """The check above can fail: a loss read at every step (the classic ``loss.item()``) is found."""
+    """The check above can fail: a loss read at every step (the classic ``loss.item()``) is
+    found."""
     real_step = loop.train_step
     monkeypatch.setattr(loop, "train_step",
                         lambda *a, **kw: (lambda s: (s["loss"].item(), s)[1])(real_step(*a, **kw)))
@@ -263,3 +256,24 @@ def test_prefetch_serves_the_same_batches_in_order_and_raises_errors():
     assert got == list(range(7))
     with pytest.raises(ValueError, match="shard 3"):
         list(prefetch(batches(fail_at=3)))
+
+
+def test_gpu_presets_default_to_bf16_and_compile_on_a_gpu_only(monkeypatch):
+    """`pretrain --preset small` on a GPU: bf16 autocast + torch.compile, unless the command line
+    says otherwise; fp32 where the GPU lacks bf16; a CPU run (or `--device cpu`) keeps fp32 and
+    eager mode."""
+    from minielectra import cli
+
+    def config(*argv, gpu=True, bf16=True):
+        monkeypatch.setattr(cli, "_on_gpu", lambda device: gpu and device != "cpu")
+        monkeypatch.setattr(cli, "_bf16_ok", lambda: bf16)
+        t = cli.pretrain_config(cli.build_parser().parse_args(["pretrain", *argv])).train
+        return t.precision, t.compile
+    assert config("--preset", "small") == ("bf16", True)
+    assert config("--preset", "base") == ("bf16", True)
+    assert config("--preset", "small", bf16=False) == ("fp32", True)
+    assert config("--preset", "small", "--precision", "fp16") == ("fp16", True)
+    assert config("--preset", "small", "--set", "train.compile=false") == ("bf16", False)
+    assert config("--preset", "small", "--device", "cpu") == ("fp32", False)
+    assert config("--preset", "small", gpu=False) == ("fp32", False)
+    assert config("--preset", "nano") == ("fp32", False)  # the CPU presets stay as they are

@@ -1,4 +1,4 @@
-"""What the loop knows about data-parallel training: plain values and callables, no torch.distributed.
+"""What the loop knows of data-parallel training: plain values and callables, no torch.distributed.
 
 :mod:`minielectra.distributed` fills a :class:`Ranks` for a ``torchrun`` launch; a single process
 uses the default. Two choices make a run on N processes the same run as on one:
