@@ -137,6 +137,11 @@ def test_table5_end_to_end_then_resumes_without_retraining(tiny, monkeypatch):
     monkeypatch.setattr(runs, "pretrain", lambda *a, **k: pytest.fail("retrained"))
     again = runner.run_experiment("table5", budget=6, seeds=1, **tiny, **small_judge())
     assert again["summary"] == json.loads(json.dumps(result["summary"]))
+    # another judge re-scores the pre-trained checkpoints, still without training
+    judge = {**small_judge(), "probe_tasks": ["sst2"], "finetune_tasks": []}
+    rescored = runner.run_experiment("table5", budget=6, seeds=1, **tiny, **judge)
+    assert all(r["finetune_tasks"] == [] and r["probe_tasks"] == ["sst2"]
+               for r in rescored["summary"])
 
 
 def test_an_interrupted_run_resumes_from_its_checkpoint(tiny, monkeypatch):
@@ -171,8 +176,9 @@ def test_every_experiment_runs_end_to_end(tiny, name, capsys):
                  str(tiny["out"]), "--probe-tasks", "sst2", "--finetune-tasks",
                  "--probe-examples", "30", *[a for o in tiny["overrides"] for a in ("--set", o)]])
     assert code == 0
-    out = json.loads(capsys.readouterr().out.split("\n### ")[0] if False else
-                     (tiny["out"] / name / "results.json").read_text())
+    printed = json.loads(capsys.readouterr().out)  # stdout is one JSON document
+    assert printed["experiment"] == name
+    out = json.loads((tiny["out"] / name / "results.json").read_text())
     arms = {r["arm"] for r in out["rows"]}
     assert {a.label for a in EXPERIMENTS[name].arms} <= arms
     assert list((tiny["out"] / name).glob("*.svg"))

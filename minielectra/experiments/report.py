@@ -90,6 +90,16 @@ def _pm(mean: float, sd: float, digits: int = 1) -> str:
     return "n/a" if mean is None or math.isnan(mean) else f"{mean:.{digits}f} ± {sd:.{digits}f}"
 
 
+def _flops_line(setup: dict) -> str:
+    checks = setup.get("flops_check") or {}
+    if not checks:
+        return ""
+    worst = max(abs(c["ratio"] - 1) for c in checks.values())
+    return (f"Training FLOPs per step are counted from the config; against "
+            f"`torch.utils.flop_counter.FlopCounterMode` on one step of each arm they differ by "
+            f"at most {100 * worst:.2f}%.")
+
+
 def markdown(exp: Experiment, rows: list[dict], setup: dict) -> str:
     tasks, ft = rows[0]["probe_tasks"], rows[0]["finetune_tasks"]
     head = ["budget", "arm", "steps", "train FLOPs", "train min", "probe avg",
@@ -98,7 +108,7 @@ def markdown(exp: Experiment, rows: list[dict], setup: dict) -> str:
     lines = [f"### {exp.name}: {exp.question}", "",
              f"Preset `{setup['preset']}`, budget {setup['budget']} reference steps, "
              f"{setup['seeds']} seed(s), mean ± sd over seeds; scores in % (CoLA: MCC, STS-B: "
-             "Spearman). " + exp.paper_note, "",
+             "Spearman). " + exp.paper_note, "", _flops_line(setup), "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [f"{r['budget']:g}", r["arm"], f"{r['steps']:.0f}", f"{r['train_flops']:.2e}",

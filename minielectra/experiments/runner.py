@@ -9,13 +9,15 @@ tables) and the figures (:mod:`.report`). The compute of every run is recorded: 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..config import apply_overrides, preset as preset_config
-from ..objectives.flops import train_flops_per_step
+from ..config import RunConfig, apply_overrides, preset as preset_config
+from ..objectives.flops import counted_flops, train_flops_per_step
 from .probe import tasks_present
 from .report import write_report
 from .runs import Judge, RunSpec, arm_config, execute, random_init
@@ -54,6 +56,22 @@ def plan(name: str, *, budget: int | None = None, seeds: int = 1, preset: str = 
     return specs
 
 
+def flops_check(specs: list[RunSpec]) -> dict[str, dict]:
+    """Each arm's FLOPs formula against ``FlopCounterMode`` on one step of a 2-row batch."""
+    checks = {}
+    for spec in specs:
+        if spec.arm in checks:
+            continue
+        cfg = RunConfig.from_dict(spec.cfg.to_dict())
+        cfg.train.batch_size, cfg.train.grad_accum = 2, 1
+        two_stage = cfg.objective.procedure == "two-stage"
+        formula = (train_flops_per_step(cfg) if not two_stage
+                   else train_flops_per_step(cfg, stage=2))
+        counted = counted_flops(cfg, step=cfg.train.max_steps - 1 if two_stage else 0)
+        checks[spec.arm] = {"formula": formula, "counted": counted, "ratio": counted / formula}
+    return checks
+
+
 def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
                    preset: str = "nano", corpus: str | None = None,
                    out: str | Path = "experiments", overrides: Sequence[str] = (),
@@ -68,7 +86,7 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
     ``finetune_tasks`` (defaults: every GLUE task with train and dev files in the data dir but
     WNLI, and SST-2), on fixed subsets of ``probe_examples`` / ``finetune_examples``.
     """
-    exp = get_experiment(name)
+    get_experiment(name)  # an unknown name fails before any work
     present = tasks_present()
     probe_tasks = list(probe_tasks) if probe_tasks is not None else present
     if finetune_tasks is None:
@@ -78,6 +96,15 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
     budget = budget or preset_config(preset).train.max_steps
     specs = plan(name, budget=budget, seeds=seeds, preset=preset, corpus=corpus, out=out,
                  overrides=overrides)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout: the JSON the CLI prints
+        return _run(name, specs, judge, out=Path(out), progress=progress,
+                    setup={"preset": preset, "corpus": corpus, "budget": budget, "seeds": seeds,
+                           "overrides": list(overrides)})
+
+
+def _run(name: str, specs: list[RunSpec], judge: Judge, *, out: Path, progress: bool,
+         setup: dict) -> dict[str, Any]:
+    exp = get_experiment(name)
     results, start = [], time.perf_counter()
     for i, spec in enumerate(specs, 1):
         if progress:
@@ -89,12 +116,11 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
             print(f"    probe avg {r['probe_avg']:.2f}  fine-tune {r['finetune_avg']}  "
                   f"train {r['train_seconds']:.0f} s  ({time.perf_counter() - start:.0f} s so far)",
                   flush=True)
-    controls = [random_init(results[0], judge, seed=s, out=Path(out) / "runs")
-                for s in range(seeds)]
-    setup = {"preset": preset, "corpus": corpus, "budget": budget, "seeds": seeds,
-             "overrides": list(overrides), "judge": judge.__dict__}
-    report = write_report(exp, results, controls, out=Path(out) / name, setup=setup)
+    controls = [random_init(results[0], judge, seed=s, out=out / "runs")
+                for s in sorted({s.seed for s in specs})]
+    setup = {**setup, "judge": judge.__dict__, "flops_check": flops_check(specs)}
+    report = write_report(exp, results, controls, out=out / name, setup=setup)
     if progress:
         print(report["markdown"])
-    return {"experiment": name, "out": str(Path(out) / name), "runs": len(results),
+    return {"experiment": name, "out": str(out / name), "runs": len(results),
             "files": report["files"], "summary": json.loads(json.dumps(report["summary"]))}

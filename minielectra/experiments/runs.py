@@ -3,10 +3,11 @@
 A run lives in its own directory ``OUT/runs/<arm>-<steps>-s<seed>-<config hash>/``: the
 pre-training run (``config.json``, ``metrics.jsonl``, ``checkpoints/``), ``timing.json``
 (training seconds so far, kept up to date at every log line, so an interrupted run's time is not
-lost), ``pretrain.json`` once pre-training is done, and ``result.json`` once it is judged. Re-running skips a run
-with ``result.json``, judges one with ``pretrain.json`` and resumes any other from its latest
-checkpoint (``pretrain(resume=True)``). Runs are named by their content, so experiments that
-share a run (``table5`` and ``efficiency`` both train ELECTRA and MLM) share its directory.
+lost), ``pretrain.json`` once pre-training is done, and ``result.json`` once it is judged.
+Re-running skips a run with ``result.json`` (judged the same way; another judge re-scores it),
+judges one with ``pretrain.json`` and resumes any other from its latest checkpoint
+(``pretrain(resume=True)``). Runs are named by their content, so experiments that share a run
+(``table5`` and ``efficiency`` both train ELECTRA and MLM) share its directory.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ class Judge:
     probe_examples: int = 4000
     finetune_examples: int = 2000
     finetune_overrides: tuple[str, ...] = ()
+    # Sentences (pairs) are cut to this many tokens. Default (0): twice the pre-training length,
+    # at most 128. A CPU preset pre-trains on 16 or 32 tokens: position embeddings beyond that
+    # were never trained, and 32 tokens hold most SST-2 sentences.
+    max_seq_len: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,11 @@ def arm_config(base: RunConfig, overrides, *, steps: int, seed: int, out_dir: Pa
 
 def _read(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _jsonable(judge: Judge) -> dict:
+    """The judge as its JSON reads back (tuples become lists), to compare with a saved one."""
+    return json.loads(json.dumps(dataclasses.asdict(judge)))
 
 
 def _write(path: Path, data: dict) -> None:
@@ -137,10 +147,12 @@ def pretrain_run(spec: RunSpec, *, progress: bool) -> dict[str, Any]:
     return result
 
 
-def judge_model(model: Electra, judge: Judge, *, seed: int) -> dict[str, Any]:
+def judge_model(model: Electra, judge: Judge, *, seed: int,
+                pretrained_length: int) -> dict[str, Any]:
     """Linear probes on the frozen discriminator encoder, then fine-tuning (median-free: one
     seed per pre-training seed, so the spread over seeds covers both)."""
-    n = min(128, model.config.max_position_embeddings)
+    n = judge.max_seq_len or min(128, 2 * pretrained_length)
+    n = min(n, model.config.max_position_embeddings)
     probes = probe(model.discriminator.encoder, model.tokenizer, list(judge.probe_tasks),
                    max_train_examples=judge.probe_examples, max_seq_len=n)
     tuned = {}
@@ -160,12 +172,13 @@ def execute(spec: RunSpec, judge: Judge, *, progress: bool = False) -> dict[str,
     """Pre-train and judge ``spec`` unless its ``result.json`` says it is done."""
     out = Path(spec.cfg.train.out_dir)
     done = _read(out / "result.json")
-    if done is not None:
+    if done is not None and done.get("judge") == _jsonable(judge):
         return done
-    result = pretrain_run(spec, progress=progress)
+    result = pretrain_run(spec, progress=progress)  # read back from pretrain.json when done
     model = Electra.from_pretrained(result["checkpoint"])
-    result = {**result, **judge_model(model, judge, seed=spec.seed),
-              "judge": dataclasses.asdict(judge)}
+    result = {**result, **judge_model(model, judge, seed=spec.seed,
+                                      pretrained_length=spec.cfg.data.max_seq_len),
+              "judge": _jsonable(judge)}
     _write(out / "result.json", result)
     return result
 
@@ -175,7 +188,7 @@ def random_init(reference: dict[str, Any], judge: Judge, *, seed: int, out: Path
     tokenizer, judged the same way (cached in ``out/random-init-s<seed>.json``)."""
     path = out / f"random-init-s{seed}.json"
     done = _read(path)
-    if done is not None:
+    if done is not None and done.get("judge") == _jsonable(judge):
         return done
     loaded = Electra.from_pretrained(reference["checkpoint"])
     torch.manual_seed(seed)
@@ -183,6 +196,8 @@ def random_init(reference: dict[str, Any], judge: Judge, *, seed: int, out: Path
     model.tokenizer = loaded.tokenizer
     result = {"arm": "random init (no pre-training)", "seed": seed, "budget": 0.0, "steps": 0,
               "train_flops": 0, "train_seconds": 0.0, "tokens": 0, "heldout": {},
-              **judge_model(model, judge, seed=seed)}
+              **judge_model(model, judge, seed=seed,
+                            pretrained_length=reference["config"]["data"]["max_seq_len"]),
+              "judge": _jsonable(judge)}
     _write(path, result)
     return result

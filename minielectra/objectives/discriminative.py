@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from ..config import ObjectiveConfig
 from ..model.electra import ElectraOutput
+from .masked_lm import gen_accuracy
 
 
 def electra_15(model, input_ids, attention_mask, token_type_ids=None, *,
@@ -57,7 +58,7 @@ def two_stage(model, input_ids, attention_mask, token_type_ids=None, *,
         masked, gen_logits, gen_loss, *_ = model.corrupt(input_ids, attention_mask,
                                                          token_type_ids, generator=generator)
         zero = gen_loss.new_zeros(())
-        metrics = {"gen_accuracy": _accuracy(gen_logits, masked), "stage": zero + 1}
+        metrics = {"gen_accuracy": gen_accuracy(gen_logits, masked), "stage": zero + 1}
         return ElectraOutput(obj.gen_weight * gen_loss, gen_loss, zero, metrics, masked=masked,
                              gen_logits=gen_logits)
     if step == switch:
@@ -71,7 +72,7 @@ def two_stage(model, input_ids, attention_mask, token_type_ids=None, *,
     bce = F.binary_cross_entropy_with_logits(disc_logits.float(), is_replaced.float(),
                                              reduction="none")
     disc_loss = (bce * w).sum() / (w.sum() + 1e-6)
-    metrics = {"gen_accuracy": _accuracy(gen_logits, masked), "stage": gen_loss.new_ones(()) * 2,
+    metrics = {"gen_accuracy": gen_accuracy(gen_logits, masked), "stage": gen_loss.new_ones(()) * 2,
                "disc_accuracy": (((disc_logits > 0) == is_replaced) & attention_mask.bool()).sum()
                / attention_mask.sum().clamp_min(1)}
     return ElectraOutput(obj.disc_weight * disc_loss, gen_loss, disc_loss, metrics, corrupted,
@@ -100,9 +101,3 @@ def adversarial(model, input_ids, attention_mask, token_type_ids=None, *,
     out.loss = out.loss + model.objective.adversarial_weight * adv
     out.metrics["adversarial_loss"] = adv.detach()
     return out
-
-
-@torch.no_grad()
-def _accuracy(gen_logits: torch.Tensor, masked) -> torch.Tensor:
-    w = masked.weights
-    return ((gen_logits.argmax(-1) == masked.targets).float() * w).sum() / w.sum().clamp_min(1)

@@ -79,3 +79,28 @@ def run_flops(cfg: RunConfig, steps: int | None = None) -> int:
     first = min(steps, switch_step(cfg.objective, cfg.train.max_steps))
     return (first * train_flops_per_step(cfg, stage=1)
             + (steps - first) * train_flops_per_step(cfg, stage=2))
+
+
+def counted_flops(cfg: RunConfig, *, batch_size: int = 2, step: int = 0) -> int:
+    """What ``torch.utils.flop_counter.FlopCounterMode`` counts in one training step (forward
+    and backward) of a fresh model of ``cfg`` on random ids, ``batch_size`` rows, attention
+    written out (torch counts nothing for the fused CPU attention kernel). Compare it with
+    :func:`train_flops_per_step` of the same batch size."""
+    import dataclasses
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ..model.electra import Electra
+    from .compute import compute
+
+    m = dataclasses.replace(cfg.model, attention="reference")
+    model = Electra(m, dataclasses.replace(cfg.objective))
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, m.vocab_size, (batch_size, cfg.data.max_seq_len), generator=g)
+    ids[:, 0], ids[:, -1] = m.cls_token_id, m.sep_token_id
+    mask = torch.ones_like(ids)
+    with FlopCounterMode(display=False) as counter:
+        out = compute(model, ids, mask, generator=g, step=step, max_steps=cfg.train.max_steps)
+        out.loss.backward()
+    return counter.get_total_flops()

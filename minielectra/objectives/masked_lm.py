@@ -84,7 +84,7 @@ def replace_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
     # cross-entropy like the generator's, so it gets weight 1, not ELECTRA's 50 (that weight
     # balances a binary loss against a 30k-way one).
     total = obj.gen_weight * gen_loss + loss
-    metrics = {"mlm_accuracy": accuracy, "gen_accuracy": _gen_accuracy(gen_logits, masked),
+    metrics = {"mlm_accuracy": accuracy, "gen_accuracy": gen_accuracy(gen_logits, masked),
                "replaced_fraction": is_replaced.sum() / attention_mask.sum().clamp_min(1),
                **_fractions(masked, attention_mask)}
     return ElectraOutput(total, gen_loss, loss, metrics, corrupted, is_replaced, None, masked,
@@ -130,7 +130,7 @@ def all_tokens_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
     metrics = {"all_token_accuracy": ((pred == input_ids) & real).sum() / real.sum().clamp_min(1),
                "mlm_accuracy": ((pred_slots == masked.targets) & slots).sum()
                / slots.sum().clamp_min(1),
-               "gen_accuracy": _gen_accuracy(gen_logits, masked),
+               "gen_accuracy": gen_accuracy(gen_logits, masked),
                "replaced_fraction": is_replaced.sum() / real.sum().clamp_min(1),
                **_fractions(masked, attention_mask)}
     total = obj.gen_weight * gen_loss + loss
@@ -139,6 +139,7 @@ def all_tokens_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
 
 
 @torch.no_grad()
-def _gen_accuracy(gen_logits: torch.Tensor, masked: MaskedInputs) -> torch.Tensor:
+def gen_accuracy(gen_logits: torch.Tensor, masked: MaskedInputs) -> torch.Tensor:
+    """The share of used masked slots where the argmax is the original token."""
     w = masked.weights
     return ((gen_logits.argmax(-1) == masked.targets).float() * w).sum() / w.sum().clamp_min(1)
