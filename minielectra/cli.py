@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import sys
 
 from .config import PRESETS, apply_overrides, preset
+from .usage import USER_ERRORS, error_line, finish_help, next_commands
 
 # What the GPU presets add on a machine with a CUDA GPU, unless the command line sets these keys:
 # bf16 autocast (fp32 where the GPU has no bf16) and one compiled graph. A CPU run keeps fp32 and
@@ -72,18 +74,26 @@ def cmd_pretrain(args) -> dict | None:
     if launched():  # under torchrun: one process per GPU, rank 0 prints
         return pretrain_distributed(pretrain_config(args), resume=args.resume)
     from .training.loop import pretrain
-    return pretrain(pretrain_config(args), resume=args.resume)
+    result = pretrain(pretrain_config(args), resume=args.resume)
+    print(next_commands(result["out_dir"]), file=sys.stderr)
+    return result
+
 
 
 def cmd_evaluate(args) -> dict:
     from .training.evaluate import evaluate
-    return evaluate(args.checkpoint, corpus=args.corpus, max_examples=args.max_examples)
+    return evaluate(args.checkpoint, corpus=args.corpus, max_examples=args.max_examples,
+                    split=args.split)
 
 
 def cmd_finetune(args) -> dict:
     from .tasks.finetune import finetune
+    from .tasks.userdata import Columns
+    columns = Columns(args.text_column, args.text_pair_column, args.label_column)
     return finetune(args.checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
-                    overrides=args.set, max_train_examples=args.max_train_examples)
+                    overrides=args.set, max_train_examples=args.max_train_examples,
+                    train=args.train, dev=args.dev, columns=columns,
+                    regression=True if args.regression else None)
 
 
 def cmd_glue(args) -> dict:
@@ -152,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     sub = parser.add_subparsers(dest="command", required=True)
     sets = dict(action="append", default=[], metavar="SECTION.KEY=VALUE",
-                help="override any config value (repeatable)")
+                help="override any config value, repeatable (default: none)")
 
     p = sub.add_parser("prepare", help="stream a corpus into training shards (resumable)")
     p.add_argument("--corpus", required=True,
@@ -160,52 +170,78 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", default="bert-base-uncased",
                    help="bert-base-uncased (the data dir's vocab), a vocab.txt or tokenizer dir")
     p.add_argument("--out", required=True, help="where the shards go (run again to resume)")
-    p.add_argument("--max-seq-len", type=int, default=128)
-    p.add_argument("--held-out-fraction", type=float, default=0.02)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-seq-len", type=int, default=128, help="tokens per example")
+    p.add_argument("--held-out-fraction", type=float, default=0.02,
+                   help="share of documents held out for evaluation (chosen by hash)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the example builder")
     p.add_argument("--workers", type=int, default=0, help="tokenising processes (0: all cores)")
     p.set_defaults(func=cmd_prepare)
 
     p = sub.add_parser("pretrain", help="pre-train an ELECTRA model")
     p.add_argument("--preset", default="nano", help=f"one of {sorted(PRESETS)} (default nano)")
-    p.add_argument("--corpus", help="pydocs, pretrain-en, wikitext-2, hf:NAME[:CONFIG], a path...")
-    p.add_argument("--data", help="a `minielectra prepare --out` folder (replaces --corpus)")
-    p.add_argument("--out", help="run directory (checkpoints, metrics.jsonl, config.json)")
-    p.add_argument("--max-steps", type=int)
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--corpus", help="pydocs, pretrain-en, wikitext-2, hf:NAME[:CONFIG], a path"
+                   " (default: the preset's; nano: pydocs, built in)")
+    p.add_argument("--data", help="a `minielectra prepare --out` folder (replaces --corpus; "
+                   "default: none)")
+    p.add_argument("--out", help="run directory: checkpoints, metrics.jsonl, config.json "
+                   "(default: the preset's, runs/PRESET)")
+    p.add_argument("--max-steps", type=int, help="optimiser steps (default: the preset's)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"],
+                   help="where to train (default: the preset's, auto: a GPU when there is one)")
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"],
+                   help="number format (default: fp32; bf16 for GPU presets on a GPU)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=int, help="seed of weights, data order and masking "
+                   "(default: the preset's, 0)")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_pretrain)
 
     p = sub.add_parser("evaluate", help="held-out discriminator and generator metrics (JSON)")
     p.add_argument("--checkpoint", default="bundled", help="a checkpoint dir, or 'bundled'")
-    p.add_argument("--corpus", help="default: the checkpoint's own held-out split")
-    p.add_argument("--max-examples", type=int)
+    p.add_argument("--corpus", help="pydocs, a text file or folder, a corpus name (default: the "
+                   "checkpoint's own corpus; pydocs when that needs a data dir that is absent)")
+    p.add_argument("--split", choices=["heldout", "train", "all"], default="heldout",
+                   help="which documents of the corpus: the held-out ones, the training ones, "
+                   "or all (text the model never saw: --corpus FILE --split all)")
+    p.add_argument("--max-examples", type=int,
+                   help="evenly spaced examples of the split (default: all of them)")
     p.set_defaults(func=cmd_evaluate)
 
     ckpt_help = ("a checkpoint dir (minielectra or transformers), a `pretrain --out` run dir "
                  "(its latest checkpoint), or 'bundled'")
-    p = sub.add_parser("finetune", help="fine-tune on one GLUE task (JSON)")
+    p = sub.add_parser("finetune", help="fine-tune on a GLUE task or your own data (JSON)")
     p.add_argument("--checkpoint", required=True, help=ckpt_help)
-    p.add_argument("--task", required=True,
-                   help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte or wnli")
-    p.add_argument("--out")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--task", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, or a hub "
+                   "dataset hf:NAME[:CONFIG] (default: none; or give --train and --dev)")
+    p.add_argument("--train", metavar="FILE", help="your training data: .csv, .tsv or .jsonl "
+                   "with columns text, [text_pair,] label (default: none)")
+    p.add_argument("--dev", metavar="FILE", help="your dev data, scored after training, same "
+                   "format (default: none)")
+    p.add_argument("--text-column", default="text", help="column of the text")
+    p.add_argument("--text-pair-column", help="column of the second text of a pair (default: "
+                   "text_pair when there is one)")
+    p.add_argument("--label-column", default="label", help="column of the label")
+    p.add_argument("--regression", action="store_true", help="labels are numbers to predict "
+                   "(without it: classes, unless a label has a fraction, like 3.5)")
+    p.add_argument("--out", help="folder for result.json and the fine-tuned model, for predict "
+                   "(default: not saved)")
+    p.add_argument("--seed", type=int, default=0, help="the first run's seed (then +1, +2...)")
     p.add_argument("--seeds", type=int, default=1, help="runs; the median is the score")
-    p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs)")
+    p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs; "
+                   "default: the whole training set)")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_finetune)
 
     p = sub.add_parser("glue", help="fine-tune on several GLUE tasks, paper-style table")
     p.add_argument("--checkpoint", required=True, help=ckpt_help)
-    p.add_argument("--tasks", nargs="+")
+    p.add_argument("--tasks", nargs="+", help="GLUE tasks (default: the 8 of the GLUE score)")
     p.add_argument("--seed", type=int, default=0, help="the first run's seed (then +1, +2...)")
-    p.add_argument("--seeds", type=int, default=1)
-    p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs)")
-    p.add_argument("--out")
+    p.add_argument("--seeds", type=int, default=1, help="runs per task; the median is the score")
+    p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs; "
+                   "default: the whole training sets)")
+    p.add_argument("--out", help="folder for glue.json, glue.md and each task's result "
+                   "(default: not saved)")
     p.add_argument("--save-models", action="store_true",
                    help="with --out: keep each task's median model in OUT/TASK (for predict)")
     p.add_argument("--set", **sets)
@@ -214,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="score sentences or pairs with a fine-tuned model (JSON)")
     p.add_argument("--model", required=True, help="a `minielectra finetune --out` directory")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B)")
-    p.add_argument("--file", help="inputs, one a line: A, or A<TAB>B")
+    p.add_argument("--file", help="inputs, one a line: A, or A<TAB>B (default: the SENTENCE "
+                   "arguments)")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("convert", help="convert to or from transformers' ELECTRA format")
@@ -222,8 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--from-hf", metavar="SRC", help="a transformers ELECTRA directory")
     g.add_argument("--to-hf", metavar="SRC", help="a minielectra checkpoint directory")
     p.add_argument("--generator", metavar="DIR", help="with --from-hf: the ElectraForMaskedLM "
-                   "directory that goes with an ElectraForPreTraining SRC")
-    p.add_argument("--out", required=True, metavar="DST")
+                   "directory that goes with an ElectraForPreTraining SRC (default: none)")
+    p.add_argument("--out", required=True, metavar="DST", help="the converted directory")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("experiment", help="one of the paper's experiments: runs, table, figures")
@@ -236,13 +273,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="experiments", help="runs in OUT/runs, report in OUT/NAME")
     p.add_argument("--probe-tasks", nargs="*", help="default: GLUE tasks in the data dir")
     p.add_argument("--finetune-tasks", nargs="*", help="default: sst2 (if present)")
-    p.add_argument("--probe-examples", type=int, default=4000)
-    p.add_argument("--finetune-examples", type=int, default=2000)
+    p.add_argument("--probe-examples", type=int, default=4000,
+                   help="training sentences of each probe")
+    p.add_argument("--finetune-examples", type=int, default=2000,
+                   help="training sentences of each fine-tuning run")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("lessons", help="copy the course's notebooks into DIR")
-    p.add_argument("directory", metavar="DIR")
+    p.add_argument("directory", metavar="DIR", help="where the notebooks go")
     p.add_argument("--force", action="store_true", help="overwrite lesson files already in DIR")
     p.set_defaults(func=cmd_lessons)
 
@@ -273,30 +312,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--words", action="store_true",
                    help="join word pieces into words in the figures (default: pieces)")
     p.add_argument("--run", metavar="DIR", help="a `pretrain --out` dir: its training report, "
-                   "checkpoint slider and held-out calibration")
+                   "checkpoint slider and held-out calibration (default: none, the --text view)")
     p.add_argument("--heldout-examples", type=int, default=512, metavar="N",
                    help="with --run: held-out examples for calibration and precision-recall "
                         "(default 512; 0: skip)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--out", metavar="FILE.html", help="write a standalone page (opens offline)")
+    g.add_argument("--out", metavar="FILE.html", help="write a standalone page (opens offline; "
+                   "default: none, one of --out or --json is needed)")
     g.add_argument("--json", action="store_true", help="print the records instead: one per "
                    "word piece (token, original, replaced, p_replaced, top_k, masked...)")
     p.set_defaults(func=cmd_viz)
-    return parser
+    return finish_help(parser)
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         result = args.func(args)
-    except (KeyError, ValueError, FileNotFoundError, RuntimeError) as e:
-        # Bad input is the user's to fix: one clear line, no traceback (-v shows it).
+    except KeyboardInterrupt as e:  # Ctrl-C: a line, and 130 (128 + SIGINT) as shells expect
+        if getattr(e, "checkpoint", None) is not None:
+            again = argv + ([] if "--resume" in argv else ["--resume"])
+            print(f"minielectra {args.command}: {e}; continue with: "
+                  f"{shlex.join(['minielectra', *again])}", file=sys.stderr)
+        else:
+            print(f"minielectra {args.command}: {str(e) or 'interrupted'}", file=sys.stderr)
+        return 130
+    except USER_ERRORS as e:
         if args.verbose:
             raise
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"minielectra {args.command}: error: {msg}", file=sys.stderr)
+        print(f"minielectra {args.command}: error: {error_line(e)}", file=sys.stderr)
         return 2
     if result is not None:
         print(json.dumps(result, indent=2, default=str))

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .names import unknown_key
+
 Tying = Literal["none", "embeddings", "all"]
 Objective = Literal["electra", "mlm", "electra-15", "replace-mlm", "all-tokens-mlm"]
 Procedure = Literal["joint", "two-stage", "adversarial"]
@@ -366,15 +368,12 @@ def apply_overrides(cfg: RunConfig, overrides: list[str]) -> RunConfig:
             raise ValueError(f"override {item!r} is not of the form section.key=value")
         key, raw = item.split("=", 1)
         section_name, _, name = key.strip().partition(".")
-        sections = {f.name for f in dataclasses.fields(cfg) if dataclasses.is_dataclass(
-            getattr(cfg, f.name))}
-        if section_name not in sections or not name:
-            raise KeyError(f"unknown config key {key!r}; sections: {sorted(sections)}")
+        sections = sorted(f.name for f in dataclasses.fields(cfg) if dataclasses.is_dataclass(
+            getattr(cfg, f.name)))
+        keys = [f"{s}.{f.name}" for s in sections for f in dataclasses.fields(getattr(cfg, s))]
+        if key.strip() not in keys:  # "did you mean" the nearest keys
+            raise unknown_key(key.strip(), keys)
         section = getattr(cfg, section_name)
-        fields = {f.name: f for f in dataclasses.fields(section)}
-        if name not in fields:
-            raise KeyError(f"unknown config key {key!r}; valid keys: "
-                           f"{sorted(section_name + '.' + n for n in fields)}")
         hint = typing.get_type_hints(type(section))[name]
         setattr(section, name, _parse(raw.strip(), hint, key))
     return cfg

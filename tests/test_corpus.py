@@ -326,17 +326,23 @@ def test_hub_revision_is_resolved_once_pinned_and_in_the_fingerprint(monkeypatch
     assert open_corpus("hf:someone/books:rows=lines").fingerprint != first
 
 
-def test_hub_unreachable_is_a_clear_error(monkeypatch, tmp_path):
-    """No download: the builder lookup fails as it does offline."""
+@pytest.mark.parametrize("probe", [None, "no connection to huggingface.co:443: test"])
+def test_hub_unreachable_is_a_clear_error(monkeypatch, tmp_path, probe):
+    """No download: the builder lookup fails as it does offline. The probe (a TCP connect, once
+    per process) either found the hub, and the error is the loader's, or did not, and the error
+    says so up front."""
     datasets = pytest.importorskip("datasets")
+    from minielectra.data import hub
 
     def offline(path, config=None, **kwargs):
         raise ConnectionError("hub unreachable")
+    monkeypatch.setattr(hub, "_PROBED", [probe])
     monkeypatch.setattr(datasets, "load_dataset_builder", offline)
     monkeypatch.setattr(datasets, "load_dataset", offline)
+    why = "hub unreachable" if probe is None else r"hub is unreachable \(no connection"
     for name in ("wikitext-103", "hf:someone/books:en"):
         corpus = open_corpus(name, data_dir=tmp_path)  # opening reads nothing
-        with pytest.raises(RuntimeError, match=f"{name}.*hub unreachable.*MINIELECTRA_DATA_DIR"):
+        with pytest.raises(RuntimeError, match=f"{name}.*{why}.*MINIELECTRA_DATA_DIR"):
             corpus.fingerprint
 
 

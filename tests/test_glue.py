@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
+from minielectra.data import hub as data_hub
 from minielectra.tasks import glue
 from minielectra.tasks import metrics as glue_metrics
 from minielectra.tasks.glue import Example, get_task
@@ -135,10 +136,25 @@ def test_hub_is_used_without_a_data_dir(monkeypatch):
 
 def test_hub_failure_is_a_clear_error(monkeypatch):
     import datasets
+    monkeypatch.setattr(data_hub, "_PROBED", [None])  # the hub answers, then the load fails
     monkeypatch.delenv("MINIELECTRA_DATA_DIR", raising=False)
     monkeypatch.setattr(datasets, "load_dataset", _FakeHub(error=ConnectionError("offline")))
     with pytest.raises(glue.GlueDataError, match=r"nyu-mll/glue.*'rte'.*MINIELECTRA_DATA_DIR"):
         glue.load_split("rte", "train")
+
+
+def test_unreachable_hub_says_what_was_looked_for_and_how_to_go_local(monkeypatch):
+    import datasets
+    monkeypatch.setattr(data_hub, "_PROBED", ["no connection to huggingface.co:443: test"])
+    monkeypatch.delenv("MINIELECTRA_DATA_DIR", raising=False)
+    monkeypatch.setattr(datasets, "load_dataset", _FakeHub(error=ConnectionError("offline")))
+    with pytest.raises(glue.GlueDataError) as e:
+        glue.load_split("sst2", "train")
+    message = str(e.value)
+    assert "\n" not in message
+    for part in ("no data dir is set", "datasets cache", "hub is unreachable (no connection",
+                 "MINIELECTRA_DATA_DIR to a folder with glue/SST-2/train.tsv", "--train FILE"):
+        assert part in message
 
 
 def test_missing_local_task_names_what_was_looked_for(tmp_path, monkeypatch):

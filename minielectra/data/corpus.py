@@ -139,6 +139,13 @@ def known_names() -> list[str]:
     return ["pydocs", *DATA_DIR_ONLY, *HUB_CORPORA]
 
 
+def absent_local_corpora(spec: str, *, data_dir=None) -> list[str]:
+    """The parts of ``spec`` that exist only in a data dir (``pretrain-en``) and are not there."""
+    root = find_data_dir(data_dir)
+    return [s for s in (p.strip() for p in _split_spec(spec))
+            if s in DATA_DIR_ONLY and not _data_dir_files(s, root)]
+
+
 def open_corpus(spec: str, *, data_dir=None, cache_dir=None) -> Corpus:
     """The corpus a string names (see the module docstring). Opening reads nothing yet."""
     stats = ReadStats()
@@ -170,8 +177,8 @@ def _open_one(spec: str, data_dir: Path | None, cache_dir: Path, stats: ReadStat
                 f"corpus {spec!r} exists only in a data dir, and "
                 + (f"{data_dir} has no {spec}/ folder" if data_dir else "no data dir is set")
                 + " (set MINIELECTRA_DATA_DIR or pass data_dir)")
-        log.info("corpus %s: not in data dir %s; will load it from the Hugging Face hub",
-                 spec, data_dir)
+        log.info("corpus %s: not in %s; will load it from the Hugging Face hub", spec,
+                 f"data dir {data_dir}" if data_dir else "a data dir (none is set)")
         return _hub_corpus(spec, HUB_CORPORA[spec])
     if spec.startswith("hf:"):
         return _hub_corpus(spec, parse_hub_spec(spec))

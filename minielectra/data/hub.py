@@ -5,13 +5,22 @@ train split of any hub dataset; ``wikitext-2``, ``wikitext-103`` and ``openwebte
 names (:data:`HUB_CORPORA`) read from the hub when the data dir lacks them. The hub revision is
 resolved once and is part of the cache key. ``datasets`` is imported only when the hub is used:
 it is slow to import.
+
+Offline, ``datasets`` retries each request for about 25 seconds before it fails.
+:func:`hub_unreachable` asks once per process (``HF_HUB_OFFLINE``, else a 3-second TCP connect
+to the hub) and, when the hub is out of reach, switches ``datasets`` to its offline mode: a
+dataset in the local cache still loads, anything else fails at once, and the caller says in one
+line what it looked for locally and how to point at local files.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import socket
 from dataclasses import dataclass
+from urllib.parse import urlparse
 from typing import Iterable, Iterator
 
 from .documents import Corpus, _official_documents, _wikitext_documents
@@ -100,12 +109,56 @@ def _text_of(row: dict, name: str, column: str | None) -> str:
                      "name one with :column=NAME")
 
 
+_PROBED: list[str | None] = []  # the probe's answer, once per process
+
+
+def hub_unreachable(*, timeout: float = 3.0) -> str | None:
+    """Why the Hugging Face hub cannot be reached from here, or None when it can. When it cannot,
+    ``datasets`` is switched to offline mode (cache only, no retries) for this process."""
+    if not _PROBED:
+        _PROBED.append(_probe(timeout))
+        if _PROBED[0] is not None:
+            _go_offline()
+    return _PROBED[0]
+
+
+def _probe(timeout: float) -> str | None:
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
+            return f"{var} is set"
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        return f"no connection to {host}:{port}: {e.strerror or e or 'timed out'}"
+    return None
+
+
+def _go_offline() -> None:
+    """``datasets`` and ``huggingface_hub`` read these at import; set both the environment (for
+    later imports) and the imported modules' copies."""
+    os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+    import sys
+    for module in ("huggingface_hub.constants", "datasets.config"):
+        if module in sys.modules:
+            setattr(sys.modules[module], "HF_HUB_OFFLINE", True)
+            if hasattr(sys.modules[module], "HF_DATASETS_OFFLINE"):
+                setattr(sys.modules[module], "HF_DATASETS_OFFLINE", True)
+
+
 def _hub_error(name: str, hub: HubSpec, e: Exception) -> Exception:
     """The error to raise when the hub fails: a missing train split is the user's to fix."""
     if isinstance(e, ValueError) and "split" in str(e).lower() and "train" in str(e):
         return ValueError(f"corpus {name!r}: hub dataset {hub.path!r} (config {hub.config!r}) has "
                           f"no 'train' split ({e}). Pre-training reads the train split and holds "
                           "out documents from it; pick a dataset or config that has one.")
+    offline = hub_unreachable()
+    if offline:
+        return RuntimeError(f"corpus {name!r}: no local copy (not in a data dir, nor in the "
+                            f"datasets cache) and the Hugging Face hub is unreachable ({offline});"
+                            f" set MINIELECTRA_DATA_DIR to a data dir with a {name}/ folder, or "
+                            "use a path (--corpus FILE) or 'pydocs'")
     return RuntimeError(f"corpus {name!r}: could not load {hub.path!r} (config {hub.config!r}) "
                         f"from the Hugging Face hub: {e}. Offline? Point MINIELECTRA_DATA_DIR at a "
                         f"data dir with a {name}/ folder, or use a path or 'pydocs'.")
@@ -113,6 +166,7 @@ def _hub_error(name: str, hub: HubSpec, e: Exception) -> Exception:
 
 def _hub_revision(name: str, hub: HubSpec) -> str:
     """The commit the dataset will be read at, so that caches know when the data changed."""
+    hub_unreachable()  # offline: the cache only, at once, not 25 s of retries
     import datasets  # imported here: it is slow to import and only the hub needs it
 
     try:

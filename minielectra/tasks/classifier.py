@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import ModelConfig, TrainConfig, _parse
+from ..names import unknown_key
 from ..model.electra import Electra
 from ..model.transformer import Encoder
 from ..training.optim import lr_at
@@ -103,6 +104,9 @@ class FinetuneConfig:
         if self.shuffle_buffer < 0:
             raise ValueError(f"finetune.shuffle_buffer must be >= 0 (0 = reshuffle each epoch), "
                              f"got {self.shuffle_buffer}")
+        for name in ("head_dropout", "encoder_dropout"):
+            if getattr(self, name) is not None and not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"finetune.{name} must be in [0, 1), got {getattr(self, name)}")
         if self.epochs < 0:
             raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
         if self.schedule not in ("official", "linear"):
@@ -119,9 +123,10 @@ def apply_finetune_overrides(cfg: FinetuneConfig, overrides: Iterable[str]) -> F
     for item in overrides:
         key, eq, raw = item.partition("=")
         section, _, name = key.strip().rpartition(".")
-        if not eq or section != "finetune" or name not in hints:
-            raise KeyError(f"unknown fine-tuning override {item!r}; valid keys: "
-                           f"{sorted('finetune.' + n for n in hints)}")
+        if not eq:
+            raise ValueError(f"override {item!r} is not of the form finetune.key=value")
+        if section != "finetune" or name not in hints:
+            raise unknown_key(key.strip(), sorted(f"finetune.{n}" for n in hints))
         setattr(cfg, name, _parse(raw.strip(), hints[name], key.strip()))
     return cfg.validate()
 
@@ -220,18 +225,20 @@ def collate(encoded: Sequence[tuple[list, list]], pad_id: int) -> dict[str, torc
 def task_loss(task: Task, logits: torch.Tensor, labels: torch.Tensor, *,
               reduction: str = "sum") -> torch.Tensor:
     """Per-example losses, summed (official) or averaged over the batch: cross-entropy, or for
-    STS-B the squared error against ``label / 5`` (official: the score scaled to [0, 1])."""
+    regression the squared error against the scaled label (STS-B: ``label / 5``, official: the
+    score scaled to [0, 1]; see ``Task.label_scale``)."""
     if task.is_regression:
-        losses = (logits.squeeze(-1).float() - labels.float() / 5.0) ** 2  # (b,)
+        target = (labels.float() - task.label_shift) / task.label_scale
+        losses = (logits.squeeze(-1).float() - target) ** 2  # (b,)
     else:
         losses = F.cross_entropy(logits.float(), labels.long(), reduction="none")  # (b,)
     return losses.sum() if reduction == "sum" else losses.mean()
 
 
 def _to_outputs(task: Task, logits: torch.Tensor) -> np.ndarray:
-    """Class ids, or STS-B scores back on the 0-5 scale."""
+    """Class ids, or regression outputs back on the labels' scale (STS-B: 0-5)."""
     if task.is_regression:
-        return (logits.squeeze(-1).float() * 5.0).cpu().numpy()
+        return (logits.squeeze(-1).float() * task.label_scale + task.label_shift).cpu().numpy()
     return logits.argmax(-1).cpu().numpy()
 
 

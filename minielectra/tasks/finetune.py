@@ -44,6 +44,7 @@ from .classifier import (FinetuneConfig, SequenceClassifier, apply_finetune_over
                          predict_batches, task_loss)
 from .glue import Task
 from .saved import save_finetuned
+from .userdata import Columns, UserTask, task_from_files, task_from_hub
 
 # ------------------------------------------------------------------------------------- data
 
@@ -63,8 +64,11 @@ class TaskData:
 def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
                  max_train_examples: int | None = None) -> TaskData:
     """Tokenised train and dev sets; ``max_train_examples`` keeps a fixed random subset."""
-    full = glue.load_split(task, "train", data_dir=data_dir)
-    dev = glue.load_split(task, "dev", data_dir=data_dir)
+    if isinstance(task, UserTask):  # a user's files or hub dataset, read when the task was built
+        full, dev = list(task.train_examples), list(task.dev_examples)
+    else:
+        full = glue.load_split(task, "train", data_dir=data_dir)
+        dev = glue.load_split(task, "dev", data_dir=data_dir)
     train = glue.subset(full, max_train_examples)
     raw = len(train)
     if task.swap_augment and cfg.double_unordered:
@@ -279,21 +283,55 @@ def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *
     return result
 
 
-def finetune(checkpoint, task: str, *, out: str | Path | None = None, seed: int = 0,
-             seeds: int = 1, overrides: Sequence[str] = (), data_dir: str | Path | None = None,
-             max_train_examples: int | None = None, progress: bool = True,
-             save_model: bool = True, keep_all_models: bool = False) -> dict[str, Any]:
-    """Fine-tune ``checkpoint`` on one GLUE task ``seeds`` times (seeds ``seed``, ``seed + 1``,
-    ...) and score each run on the dev set; the median run is the result (the paper's protocol).
+def resolve_task(task: str | Task | None = None, *, train=None, dev=None,
+                 columns: Columns = Columns(), regression: bool | None = None) -> Task:
+    """A GLUE task by name, a hub dataset (``"hf:<name>[:<config>]"``), a :class:`Task`, or a
+    user's training and dev files (:mod:`.userdata`)."""
+    if train is not None or dev is not None:
+        if train is None or dev is None or task is not None:
+            raise ValueError("give --train FILE and --dev FILE together, without --task")
+        return task_from_files(train, dev, columns=columns, regression=regression)
+    if task is None:
+        raise ValueError("give --task (a GLUE task, or hf:<name>[:<config>]) or --train FILE "
+                         "--dev FILE")
+    if isinstance(task, Task):
+        return task
+    if task.startswith("hf:"):
+        return task_from_hub(task, columns=columns, regression=regression)
+    if columns != Columns() or regression is not None:
+        raise ValueError("--text-column, --label-column and --regression are for your own data "
+                         "(--train/--dev or --task hf:...), not for a GLUE task")
+    return glue.get_task(task)
+
+
+def check_counts(seeds: int, max_train_examples: int | None) -> None:
+    if seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    if max_train_examples is not None and max_train_examples < 1:
+        raise ValueError(f"--max-train-examples must be >= 1 (leave it out for the whole "
+                         f"training set), got {max_train_examples}")
+
+
+def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | None = None,
+             seed: int = 0, seeds: int = 1, overrides: Sequence[str] = (),
+             data_dir: str | Path | None = None, max_train_examples: int | None = None,
+             progress: bool = True, save_model: bool = True, keep_all_models: bool = False,
+             train: str | Path | None = None, dev: str | Path | None = None,
+             columns: Columns = Columns(), regression: bool | None = None) -> dict[str, Any]:
+    """Fine-tune ``checkpoint`` on one task ``seeds`` times (seeds ``seed``, ``seed + 1``, ...)
+    and score each run on the dev set; the median run is the result (the paper's protocol).
 
     ``checkpoint``: an :class:`Electra` in memory or anything :func:`resolve_pretrained` takes.
-    With ``out``: ``result.json`` and the median run's fine-tuned model (``keep_all_models``
-    also keeps every run's, in ``seed-N/``).
+    The task: a GLUE name, ``"hf:<name>[:<config>]"``, or your own ``train`` and ``dev`` files
+    (CSV, TSV or JSONL; ``columns`` and ``regression``: :mod:`.userdata`). With ``out``:
+    ``result.json`` and the median run's fine-tuned model (``keep_all_models`` also keeps every
+    run's, in ``seed-N/``).
     """
-    task = glue.get_task(task)
+    check_counts(seeds, max_train_examples)
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"{out}: --out is a file; fine-tuning writes a directory there")
     cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
-    if seeds < 1:
-        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
     pretrained, source = open_checkpoint(checkpoint)
     return _finetune(pretrained, source, task, cfg, out=None if out is None else Path(out),
                      seed=seed, seeds=seeds, data_dir=data_dir,

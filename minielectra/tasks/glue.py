@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from ..data.hub import hub_unreachable
 
 # --------------------------------------------------------------------------------------- tasks
 
@@ -50,6 +53,10 @@ class Task:
     header: bool = True  # CoLA's TSV has none
     dev_file: str = "dev"
     hub_dev_split: str = "validation"
+    # Regression targets are trained as (label - shift) / scale: STS-B's 0-5 scores as label / 5
+    # (the official code); a user's numbers standardised by their training mean and spread.
+    label_shift: float = 0.0
+    label_scale: float = 5.0
 
     @property
     def is_regression(self) -> bool:
@@ -129,13 +136,33 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
     return None if data_dir is None else Path(data_dir)
 
 
+def read_text(path: str | Path) -> str:
+    """The text of a (gzipped) UTF-8 file, its BOM dropped. A binary file or bytes that are not
+    UTF-8 are refused naming the file, the line and the column (what a user needs to fix it)."""
+    path = Path(path)
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise ValueError(f"{path}: not a readable gzip file ({e})") from None
+    if b"\0" in data[:8192]:
+        raise ValueError(f"{path}: a binary file, not text (it holds NUL bytes)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ValueError(f"{path}: line {line}, column {column}: byte 0x{data[e.start]:02x} is "
+                         "not UTF-8 text (save the file as UTF-8)") from None
+
+
 def read_tsv(path: str | Path) -> list[list[str]]:
     """Rows of a GLUE TSV file (plain or gzipped). ``QUOTE_NONE``: GLUE text holds stray quotes
     that Python's default quoting would use to merge rows; ``utf-8-sig`` drops MRPC's BOM."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
-        return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    text = read_text(path)
+    return list(csv.reader(io.StringIO(text, newline=""), delimiter="\t",
+                           quoting=csv.QUOTE_NONE))
 
 
 def _find_file(folder: Path, stem: str) -> Path | None:
@@ -145,10 +172,22 @@ def _find_file(folder: Path, stem: str) -> Path | None:
     return None
 
 
-def _parse_row(task: Task, row: list[str]) -> Example:
+def _parse_row(task: Task, row: list[str], where: str) -> Example:
+    """One data row; ``where`` ("FILE: line N") names it when its label is not the task's."""
     texts = [row[c].strip() for c in task.text_cols]
     raw = row[task.label_col].strip()
-    label = float(raw) if task.is_regression else task.tsv_labels.index(raw)
+    column = task.label_col % len(row) + 1
+    if task.is_regression:
+        try:
+            label = float(raw)
+        except ValueError:
+            raise ValueError(f"{where}, column {column}: {task.display} label {raw!r} is not a "
+                             "number") from None
+    elif raw in task.tsv_labels:
+        label = task.tsv_labels.index(raw)
+    else:
+        raise ValueError(f"{where}, column {column}: {task.display} label {raw!r} is not one of "
+                         f"{list(task.tsv_labels)}")
     return Example(texts[0], texts[1] if len(texts) > 1 else None, label)
 
 
@@ -162,7 +201,8 @@ def load_tsv_split(task: Task, split: str, data_dir: Path) -> list[Example]:
             f"GLUE {task.display} {split} data not found: looked for {folder / (stem + '.tsv')} "
             f"and {folder / (stem + '.tsv.gz')} (data dir {data_dir}, from the data_dir argument "
             "or MINIELECTRA_DATA_DIR; unset both to download nyu-mll/glue from the hub)")
-    rows = read_tsv(path)[1 if task.header else 0:]
+    first = 1 if task.header else 0
+    rows = read_tsv(path)[first:]
     # A label counted from the end (label_col < 0) comes after the texts: at least one more column.
     need = max(max(task.text_cols) + (2 if task.label_col < 0 else 1), task.label_col + 1)
     bad = [i for i, r in enumerate(rows) if len(r) < need]
@@ -174,18 +214,26 @@ def load_tsv_split(task: Task, split: str, data_dir: Path) -> list[Example]:
     if bad:
         warnings.warn(f"{path}: skipped {len(bad)} row(s) with fewer than {need} columns "
                       f"(data rows {bad[:5]}{'...' if len(bad) > 5 else ''})", stacklevel=2)
-        rows = [r for r in rows if len(r) >= need]
-    return [_parse_row(task, r) for r in rows]
+    return [_parse_row(task, r, f"{path}: line {i + first + 1}")
+            for i, r in enumerate(rows) if len(r) >= need]
 
 
 def load_hub_split(task: Task, split: str) -> list[Example]:
     """``split`` of ``task`` from the Hugging Face hub (``nyu-mll/glue``)."""
+    offline = hub_unreachable()  # offline: the datasets cache only, and at once
     import datasets  # imported here: the offline path must not need it
 
     hub_split = task.hub_dev_split if split == "dev" else split
+    local = f"glue/{task.folder}/{split if split == 'train' else task.dev_file}.tsv"
     try:
         ds = datasets.load_dataset("nyu-mll/glue", task.name, split=hub_split)
     except Exception as e:  # network, auth or cache errors all mean the same thing to a user
+        if offline:
+            raise GlueDataError(
+                f"GLUE {task.display} {split}: no local copy (no data dir is set, and "
+                f"nyu-mll/glue {task.name} is not in the datasets cache) and the Hugging Face hub "
+                f"is unreachable ({offline}); set MINIELECTRA_DATA_DIR to a folder with {local}, "
+                "or fine-tune on your own files: --train FILE --dev FILE") from None
         raise GlueDataError(
             f"could not load GLUE {task.display} {split} from the hub (nyu-mll/glue, config "
             f"{task.name!r}, split {hub_split!r}): {e}. Offline, set MINIELECTRA_DATA_DIR to a "

@@ -9,13 +9,14 @@ longest-first truncation to the run's ``max_seq_len``).
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
 from .classifier import encode, predict_batches
-from .glue import Example, Task
+from .glue import Example, Task, read_text
 from .saved import Finetuned, load_finetuned
 
 Pair = tuple[str, "str | None"]
@@ -39,8 +40,8 @@ def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
             *, batch_size: int = 128) -> list[dict[str, Any]]:
     """Score new sentences (single-sentence tasks) or ``(a, b)`` pairs with a fine-tuned model.
 
-    Classification: ``{"label", "label_id", "probabilities": {name: p}}``; STS-B:
-    ``{"score"}`` on the 0-5 scale.
+    Classification: ``{"label", "label_id", "probabilities": {name: p}}``; regression:
+    ``{"score"}`` on the labels' scale (STS-B: 0-5).
     """
     ft = finetuned if isinstance(finetuned, Finetuned) else load_finetuned(finetuned)
     encoded = encode(ft.tokenizer, _examples(ft.task, pairs), ft.config.max_seq_len)
@@ -60,9 +61,9 @@ def read_pairs(path: str | Path) -> list[Pair]:
     as the GLUE files are (a stray quote is text, not a field delimiter); blank lines skipped.
     A file with no input, or a line with more than two fields, is refused naming the file (and
     the 1-based line numbers)."""
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        rows = [(reader.line_num, r) for r in reader if any(r)]
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t",
+                        quoting=csv.QUOTE_NONE)  # read_text refuses binary and non-UTF-8 files
+    rows = [(reader.line_num, r) for r in reader if any(r)]
     bad = [line for line, r in rows if len(r) > 2]
     if bad:
         raise ValueError(f"{path}: line(s) {bad[:5]} have more than two tab-separated fields")

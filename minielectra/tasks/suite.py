@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from . import glue, metrics
 from .classifier import FinetuneConfig, apply_finetune_overrides
-from .finetune import _finetune, open_checkpoint
+from .finetune import _finetune, check_counts, open_checkpoint
 
 
 def _save_glue(out: Path, summary: dict) -> None:
@@ -36,6 +36,7 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
     """
     if save_models and out is None:
         raise ValueError("save_models needs out: the folder the fine-tuned models go to")
+    check_counts(seeds, max_train_examples)
     names = [glue.get_task(t).name for t in (tasks or glue.GLUE_TASKS)]
     cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
     pretrained, source = open_checkpoint(checkpoint)  # once for all tasks

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..config import RunConfig, TrainConfig
-from ..model import checkpoint
+from ..model import checkpoint, hf
 from ..model.electra import Electra
 from ..model.storage import CheckpointError, resolve_bundled
 from .optim import load_optimizer_state, lr_at
@@ -53,8 +53,9 @@ def latest_checkpoint(out_dir: str | Path) -> Path | None:
 def resolve_checkpoint(checkpoint: str | Path) -> Path:
     """A checkpoint directory, a run directory (its latest checkpoint), or ``"bundled"``."""
     path = resolve_bundled(checkpoint)
-    # model.safetensors, or a transformers export's pytorch_model.bin alone (finetune takes it too)
-    if (path / "config.json").is_file() and any(path.glob("*model.*")):
+    # model.safetensors, or a transformers directory (pytorch_model.bin alone, or discriminator/
+    # and generator/ subdirectories), as finetune takes them
+    if (path / "config.json").is_file() and any(path.glob("*model.*")) or hf.is_hf_dir(path):
         return path
     latest = latest_checkpoint(path)
     if latest is None:

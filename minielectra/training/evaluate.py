@@ -23,6 +23,7 @@ training loop calls on the model in memory.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -30,12 +31,14 @@ import numpy as np
 import torch
 
 from ..config import RunConfig
-from ..data.corpus import open_corpus
+from ..data.corpus import absent_local_corpora, open_corpus
 from ..data.dataset import build_dataset
 from ..model.electra import Electra
 from ..objectives.compute import DISCRIMINATIVE, compute
 from .checkpoints import resolve_checkpoint
 from .device import autocast
+
+log = logging.getLogger(__name__)
 
 
 def roc_auc(scores, labels) -> float:
@@ -165,15 +168,20 @@ def evaluate_mlm(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *, 
 def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
              max_examples: int | None = None, batch_size: int | None = None,
              seed: int | None = None, device: str = "auto",
-             progress: bool = False) -> dict[str, Any]:
+             progress: bool = False, split: str = "heldout") -> dict[str, Any]:
     """Held-out metrics of a checkpoint (``minielectra evaluate``), as a JSON-ready dict.
 
     The data settings (corpus, sequence length, held-out fraction) come from the checkpoint's
     ``run_config.json`` when it has one, so the held-out documents are the ones the run never
     trained on; ``corpus`` evaluates on the held-out split of another corpus instead. Batch size
     and seed default to the run's too (``train.batch_size``, ``train.seed``), so the numbers are
-    the ones the training loop logged for the same examples.
+    the ones the training loop logged for the same examples. ``split="all"`` scores every
+    document of the corpus (text the model never saw: ``corpus`` a file of yours), ``"train"`` the
+    part a run with these settings trains on. Without a data dir, a run's corpus that lives only
+    there (the bundled checkpoint's ``pretrain-en``) is replaced by ``pydocs``, with a warning.
     """
+    if split not in ("heldout", "train", "all"):
+        raise ValueError(f"split must be heldout, train or all, got {split!r}")
     for name, value in (("max_examples", max_examples), ("batch_size", batch_size)):
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
@@ -192,10 +200,16 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     seed = cfg.train.seed if seed is None else seed
     d = cfg.data
     spec = corpus or d.corpus
+    if corpus is None and absent_local_corpora(spec):
+        log.warning("evaluate: the checkpoint's corpus %r needs %s from a data dir "
+                    "(MINIELECTRA_DATA_DIR), which is not here; evaluating on the built-in "
+                    "'pydocs' instead (--corpus chooses another)", spec,
+                    " and ".join(absent_local_corpora(spec)))
+        spec = "pydocs"  # held out by document hash, so still text the run never trained on
     dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
                        "cpu" if device == "auto" else device)
     dataset = build_dataset(open_corpus(spec), model.tokenizer, max_seq_len=d.max_seq_len,
-                            split="heldout", held_out_fraction=d.held_out_fraction,
+                            split=split, held_out_fraction=d.held_out_fraction,
                             seed=cfg.train.seed, short_seq_prob=d.short_seq_prob,
                             single_segment_prob=d.single_segment_prob, cache_dir=d.cache_dir,
                             num_workers=d.num_workers, progress=progress)
@@ -203,4 +217,4 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
                               device=dev)
     result = evaluate_model(model, batches, seed=seed)
-    return {"checkpoint": str(path), "corpus": spec, "seed": seed, **result}
+    return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed, **result}

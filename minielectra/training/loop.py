@@ -5,7 +5,9 @@ accumulation, clipping at global norm 1.0, the official optimiser and schedule (
 a NaN guard that never stalls the GPU (:mod:`.step`), a tqdm bar, ``metrics.jsonl``, periodic
 held-out evaluation (:mod:`.evaluate`), a wall-clock budget, checkpoints (:mod:`.checkpoints`) and
 ``resume=True`` that continues bit-for-bit on CPU. What happens before the first step (config
-checks, data, model, the run directory) is :mod:`.setup`.
+checks, data, model, the run directory) is :mod:`.setup`. The run directory is locked for the
+run's lifetime (a second run there is refused), and Ctrl-C saves the last completed step before
+stopping (:mod:`.interrupt`), so ``--resume`` can always continue.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from .checkpoints import (checkpoint_dir, milestone_steps, prune_checkpoints,
                           restore_trainer_state, save_checkpoint, trainer_state)
 from .device import resolve_device
 from .evaluate import evaluate_model, heldout_batches
+from .interrupt import Interrupted, SigintFlag, deferred_sigint
 from .optim import build_optimizer, lr_at, set_lr
-from .setup import (model_and_data, prepare_out_dir, check_types, refuse_earlier_run,
-                    resume_point)
+from .setup import (check_types, lock_run_dir, model_and_data, prepare_out_dir,
+                    refuse_earlier_run, release_run_dir, resume_point)
 from .ranks import Ranks, seed_slice
 from .step import MetricsLog, NanGuard, train_step
 
@@ -42,10 +45,20 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     tests use it to split a run in two. ``on_record`` is called with every record written to
     ``metrics.jsonl`` (``"kind": "train"`` or ``"eval"``), e.g. to update live curves. ``ranks``:
     this process's place in a data-parallel run (:mod:`.ranks`, :mod:`minielectra.distributed`).
+    Ctrl-C saves the last completed step and raises :class:`.interrupt.Interrupted`.
     """
-    run = Run(cfg, resume=resume, progress=progress, on_record=on_record, ranks=ranks)
-    stop = run.train(until_step)
-    summary = run.finish(stop)
+    check_types(cfg)  # these refusals come before the lock creates train.out_dir
+    cfg.validate()
+    resolve_device(cfg.train)
+    # One run per directory (rank 0 holds it for a data-parallel run), released when we return.
+    lock = lock_run_dir(cfg.train.out_dir) if ranks.main else None
+    try:
+        run = Run(cfg, resume=resume, progress=progress, on_record=on_record, ranks=ranks)
+        with deferred_sigint() as run.sigint:  # Ctrl-C waits for the step in flight
+            stop = run.train(until_step)
+        summary = run.finish(stop)
+    finally:
+        release_run_dir(lock)
     if progress:
         print_summary(summary)
     return summary
@@ -53,6 +66,8 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
 
 class Run:
     """One pre-training run: what it holds between steps, and the loop's named pieces."""
+
+    sigint = SigintFlag()  # pretrain() sets a live one: Ctrl-C is then read between steps
 
     def __init__(self, cfg: RunConfig, *, resume: bool, progress: bool,
                  on_record: Callable[[dict[str, Any]], None] | None = None,
@@ -154,8 +169,12 @@ class Run:
                 self.guard.add(self.step, stats.pop("finite"))
                 self.log.add(stats)
                 self.after_step(lr)
+                if self.sigint.requested:
+                    raise KeyboardInterrupt
             self.log.flush(self.step, lr_at(max(self.step - 1, 0), t))
             self.guard.check(self.last_saved)
+        except KeyboardInterrupt:
+            self.save_interrupted()
         finally:
             self.bar.close()
         return stop
@@ -175,10 +194,22 @@ class Run:
         if evaluate:
             self.evaluate()
 
-    def finish(self, stop: str) -> dict[str, Any]:
-        """The final checkpoint, then the final evaluation: a crash there loses no training."""
+    def save_interrupted(self) -> None:
+        """After Ctrl-C: log and save the last completed step (never after a NaN step), then
+        raise :class:`Interrupted`."""
+        self.log.flush(self.step, lr_at(max(self.step - 1, 0), self.t))
+        self.guard.check(self.last_saved)
+        if self.step > 0:
+            self.checkpoint_if_new()
+        raise Interrupted(self.step, self.last_saved) from None
+
+    def checkpoint_if_new(self) -> None:
         if self.last_saved is None or self.last_saved.name != f"step_{self.step:07d}":
             self.last_saved = self.checkpoint()
+
+    def finish(self, stop: str) -> dict[str, Any]:
+        """The final checkpoint, then the final evaluation: a crash there loses no training."""
+        self.checkpoint_if_new()
         result = self.evaluate()
         return {"step": self.step, "stopped_by": stop, "checkpoint": str(self.last_saved),
                 "out_dir": str(self.t.out_dir),

@@ -1,12 +1,16 @@
 """Everything before the first step: config checks, resume checks, data, model, run directory.
 
-A fresh run refuses a directory that holds an earlier run's checkpoints; a resumed run refuses a
-checkpoint written by another configuration (naming the keys that differ). Then the corpus goes
-through the tokenizer and the example builder (:mod:`minielectra.data`), and the model is built
-(or reloaded) with the tokenizer's vocabulary and special ids.
+A run first locks its directory (:func:`lock_run_dir`: a second run on the same ``--out`` is
+refused, naming the holder). A fresh run refuses a directory that holds an earlier run's
+checkpoints; a resumed run continues from the newest *intact* checkpoint (checked against its
+sha256 sums; a damaged one is named and set aside) and refuses one written by another
+configuration (naming the keys that differ). Then the corpus goes through the tokenizer and the
+example builder (:mod:`minielectra.data`), and the model is built (or reloaded) with the
+tokenizer's vocabulary and special ids.
 
 Run layout (``train.out_dir``)::
 
+    run.lock                held (flock) while a run uses the directory: pid, host, start time
     config.json             the resolved RunConfig
     metrics.jsonl           one JSON object per logged step ("kind": "train" | "eval")
     tokenizer/              the vocabulary the run trained or loaded
@@ -16,10 +20,15 @@ Run layout (``train.out_dir``)::
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
+import os
+import socket
+import time
 import typing
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 
@@ -29,7 +38,59 @@ from ..data.dataset import build_dataset
 from ..data.prepare import load_prepared
 from ..data.tokenizer import resolve_tokenizer
 from ..model.electra import Electra
-from .checkpoints import checkpoint_dir, latest_checkpoint, list_checkpoints
+from ..model.storage import CheckpointError, verify_checksums
+from .checkpoints import checkpoint_dir, list_checkpoints
+
+try:
+    import fcntl
+except ImportError:  # Windows: runs are not locked there
+    fcntl = None
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = "run.lock"
+
+
+class RunDirBusy(RuntimeError):
+    """Another process is running in the same ``train.out_dir``."""
+
+
+def lock_run_dir(out_dir: str | Path) -> IO | None:
+    """Lock ``out_dir`` for this run; keep the returned file open for the run's lifetime.
+
+    Two runs in one directory would mix their ``config.json`` and ``metrics.jsonl``, and one's
+    pruning would delete the other's checkpoints. ``flock`` is released by the kernel when the
+    process ends, however it ends (kill -9 included), so a stale lock file never blocks a run.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "--out (train.out_dir) is a file, not a "
+                                 "directory", str(out))
+    out.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:
+        return None
+    f = open(out / LOCK_FILE, "a+")
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "holder unknown"
+        f.close()
+        raise RunDirBusy(f"{out} is in use by another run ({holder}); wait for it to end, or "
+                         "choose another --out") from None
+    f.truncate(0)  # "a+": the write below lands at the start of the emptied file
+    f.write(f"pid {os.getpid()} on {socket.gethostname()}, started "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+    f.flush()
+    return f
+
+
+def release_run_dir(lock: IO | None) -> None:
+    """Unlock: the holder's line goes (an empty run.lock is a free directory), then the lock."""
+    if lock is not None:
+        lock.truncate(0)
+        lock.close()
+
 
 def check_types(cfg: RunConfig) -> None:
     """Refuse a config whose values do not have their declared types (library callers can pass
@@ -55,6 +116,9 @@ def check_types(cfg: RunConfig) -> None:
                 ok = value is None or isinstance(value, types)
             if not ok:
                 raise ValueError(f"{section}.{name} expects {hint}, got {value!r}")
+    for name in ("dropout", "attention_dropout"):  # a probability; 1 or more drops everything
+        if not 0 <= getattr(cfg.model, name) < 1:
+            raise ValueError(f"model.{name} must be in [0, 1), got {getattr(cfg.model, name)}")
 
 
 # Settings that may change between a run and its resume: they do not change the trajectory.
@@ -83,12 +147,33 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def intact_checkpoint(out_dir: str | Path) -> tuple[Path, RunConfig]:
+    """The newest checkpoint whose files match their sha256 sums and whose run config reads.
+
+    A damaged newer one is named in a warning and renamed ``step_N.damaged`` (kept for a look,
+    no longer listed), so that pruning never keeps it in place of a good checkpoint.
+    """
+    found = list_checkpoints(out_dir)
+    if not found:
+        raise FileNotFoundError(f"--resume: no checkpoint in {checkpoint_dir(out_dir)}")
+    for _, ckpt in reversed(found):
+        try:
+            verify_checksums(ckpt)
+            return ckpt, RunConfig.load(ckpt / "run_config.json")
+        except (CheckpointError, ValueError, KeyError, OSError) as e:
+            aside, n = ckpt.with_name(f"{ckpt.name}.damaged"), 1
+            while aside.exists():
+                aside, n = ckpt.with_name(f"{ckpt.name}.damaged{n}"), n + 1
+            ckpt.rename(aside)
+            log.warning("--resume: checkpoint %s is damaged (%s); moved it to %s and fall back "
+                        "to the one before", ckpt.name, e, aside.name)
+    raise CheckpointError(f"--resume: every checkpoint in {checkpoint_dir(out_dir)} is damaged "
+                          "(renamed *.damaged); start afresh in another --out")
+
+
 def resume_point(cfg: RunConfig) -> Path:
-    """The latest checkpoint of ``train.out_dir``, refused unless it was written by ``cfg``."""
-    ckpt = latest_checkpoint(cfg.train.out_dir)
-    if ckpt is None:
-        raise FileNotFoundError(f"--resume: no checkpoint in {checkpoint_dir(cfg.train.out_dir)}")
-    saved = RunConfig.load(ckpt / "run_config.json")
+    """The newest intact checkpoint of ``train.out_dir``, refused unless written by ``cfg``."""
+    ckpt, saved = intact_checkpoint(cfg.train.out_dir)
     for k in ("vocab_size", "pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
         setattr(cfg.model, k, getattr(saved.model, k))  # resolved from the tokenizer, not set
     check_resumable(saved, cfg)

@@ -1,0 +1,81 @@
+"""What the command line says besides results: ``--help``, one-line errors, what to run next.
+
+Every command's ``--help`` ends with an example and shows each option's default
+(:class:`HelpFormatter`); an error a user can fix (bad input, a damaged or missing file, a full
+disk) is one line naming the culprit (:func:`error_line`), and a finished pre-training run prints
+the commands that usually follow it (:func:`next_commands`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import pickle
+import shlex
+
+# Errors that bad input, a bad file or a full disk cause: the user's to fix, so one line that
+# names the culprit and no traceback (-v shows it). Anything else is a bug and keeps its traceback.
+USER_ERRORS = (KeyError, ValueError, OSError, RuntimeError, EOFError, pickle.UnpicklingError)
+
+
+def error_line(e: BaseException) -> str:
+    """The exception's message on one line (its lines joined), naming the file of an OSError."""
+    if isinstance(e, KeyError) and e.args:
+        msg = str(e.args[0])
+    elif isinstance(e, OSError) and e.filename is not None and e.strerror:
+        msg = f"{e.filename}: {e.strerror}"
+        if e.errno == errno.ENOSPC:
+            msg += " (free some space, or write elsewhere: --out)"
+    else:
+        msg = str(e) or type(e).__name__
+    lines = [line.strip() for line in msg.splitlines() if line.strip()]
+    more = f"; ... ({len(lines) - 6} more)" if len(lines) > 6 else ""
+    return "; ".join(lines[:6]) + more
+
+
+# One example per command under its --help (a command with its own epilog keeps that).
+EXAMPLES = {
+    "prepare": "minielectra prepare --corpus wikitext-103 --out data/wt103",
+    "pretrain": "minielectra pretrain --preset nano --out runs/nano",
+    "evaluate": "minielectra evaluate --checkpoint runs/nano --corpus my_text.txt --split all",
+    "finetune": "minielectra finetune --checkpoint bundled --train reviews.csv --dev "
+                "reviews_dev.csv --out runs/reviews",
+    "glue": "minielectra glue --checkpoint runs/nano --tasks sst2 rte --max-train-examples 2000",
+    "predict": 'minielectra predict --model runs/reviews "a warm, funny film"',
+    "convert": "minielectra convert --from-hf electra-small-discriminator --out ckpt/small",
+    "experiment": "minielectra experiment tying --preset nano --budget 500 --out experiments",
+    "lessons": "minielectra lessons ~/electra-lessons",
+}
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's default at the end of its help line, unless the line says it already."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if not action.option_strings or "default" in text or action.required or \
+                action.default in (None, [], argparse.SUPPRESS):
+            return text
+        return text + (" (default: off)" if action.default is False else
+                       " (default: %(default)s)")
+
+
+def finish_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.formatter_class = HelpFormatter
+    for action in parser._subparsers._group_actions:
+        for name, p in action.choices.items():
+            p.formatter_class = HelpFormatter
+            if p.epilog is None and name in EXAMPLES:
+                p.epilog = f"example:\n  {EXAMPLES[name]}"
+    return parser
+
+
+def next_commands(run: str) -> str:
+    """What a user runs after pre-training, shown when the run ends."""
+    q = shlex.quote(run)
+    return ("next:\n"
+            f"  minielectra evaluate --checkpoint {q}              # held-out figures (JSON)\n"
+            f"  minielectra viz --run {q} --out {shlex.quote(run + '/report.html')}"
+            "   # the run's report\n"
+            f"  minielectra finetune --checkpoint {q} --train TRAIN.csv --dev DEV.csv"
+            "   # your labelled data (or --task sst2)")

@@ -1,0 +1,78 @@
+"""What the command line says besides results: --help, "did you mean", the next commands."""
+
+import argparse
+import shlex
+
+import pytest
+
+from minielectra.cli import build_parser
+from minielectra.config import apply_overrides, preset
+from minielectra.tasks.classifier import FinetuneConfig, apply_finetune_overrides
+from minielectra.usage import next_commands
+
+
+def commands():
+    parser = build_parser()
+    (sub,) = parser._subparsers._group_actions
+    return parser, sub.choices
+
+
+@pytest.mark.parametrize("name", sorted(commands()[1]))
+def test_every_command_shows_an_example_that_parses(name):
+    parser, choices = commands()
+    text = choices[name].format_help()
+    examples = [line.strip() for line in text.splitlines()
+                if line.strip().startswith(f"minielectra {name} ")]
+    assert examples, f"`minielectra {name} --help` shows no example"
+    for example in examples:
+        args = parser.parse_args(shlex.split(example)[1:])  # argparse exits on a bad one
+        assert args.command == name
+
+
+@pytest.mark.parametrize("name", sorted(commands()[1]))
+def test_every_option_has_a_help_line_with_its_default(name):
+    sub = commands()[1][name]
+    shown = sub.format_help()
+    one_of = {a for g in sub._mutually_exclusive_groups if g.required for a in g._group_actions}
+    for action in sub._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        flag = action.option_strings[-1]
+        assert action.help, f"{name} {flag} has no help line"
+        if not action.required and action not in one_of:  # a default, in words or appended
+            options = shown[shown.index("options:"):]
+            entry = options[options.index("\n  " + action.option_strings[0]) + 3:]
+            entry = entry[:entry.index("\n  -") if "\n  -" in entry else len(entry)]
+            assert "default" in " ".join(entry.split()), f"{name} {flag}: no default shown"
+
+
+@pytest.mark.parametrize("typo, suggestion", [
+    ("train.max_stepz", "train.max_steps"), ("trian.max_steps", "train.max_steps"),
+    ("train.lr", "train.learning_rate"), ("train.hidden_size", "model.hidden_size"),
+    ("modle.dropout", "model.dropout"), ("data.corpsu", "data.corpus"), ("modle", "model"),
+])
+def test_a_mistyped_set_key_gets_did_you_mean(typo, suggestion):
+    with pytest.raises(KeyError) as e:
+        apply_overrides(preset("nano"), [f"{typo}=1"])
+    message = e.value.args[0]
+    assert "did you mean" in message
+    assert suggestion in message.split("did you mean")[1].split("?")[0]
+
+
+def test_a_key_with_nothing_close_lists_what_is_valid():
+    with pytest.raises(KeyError, match=r"valid keys: \['train.batch_size'"):
+        apply_overrides(preset("nano"), ["train.xyzzy=1"])
+    with pytest.raises(KeyError, match=r"sections: \['data', 'model', 'objective', 'train'\]"):
+        apply_overrides(preset("nano"), ["xyzzy.q=1"])
+    with pytest.raises(KeyError, match="did you mean finetune.learning_rate"):
+        apply_finetune_overrides(FinetuneConfig(), ["train.learning_rate=1"])
+
+
+def test_next_commands_parse():
+    parser = build_parser()
+    lines = next_commands("runs/my run").splitlines()
+    assert lines[0] == "next:" and len(lines) == 4
+    for line in lines[1:]:
+        argv = shlex.split(line.split("#")[0])
+        assert argv[0] == "minielectra" and "runs/my run" in argv
+        parser.parse_args(argv[1:])
