@@ -5,7 +5,7 @@ pretrain`` run directory (``checkpoints/step_N``), so the commands also resolve 
 Each printed JSON is checked against references computed here without the code under test:
 scikit-learn metrics on the reloaded model's predictions, hand-computed means, and logits from
 the model's own forward pass. The GLUE inputs are 40-row slices of the real files
-(``glue_slice_dir``: integration, skipped without ../shared/data).
+(``glue_slice_dir``), or without ../shared/data the handmade ones of tests/fixtures/glue.
 """
 
 import json

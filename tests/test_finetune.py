@@ -2,7 +2,7 @@
 references, then short end-to-end runs on tiny random models.
 
 End-to-end runs use either synthetic data written here or slices of the real GLUE files
-(``glue_slice_dir``, integration, skipped without ../shared/data).
+(``glue_slice_dir``; without ../shared/data, the handmade ones of tests/fixtures/glue).
 """
 
 import dataclasses

@@ -76,3 +76,14 @@ def test_next_commands_parse():
         argv = shlex.split(line.split("#")[0])
         assert argv[0] == "minielectra" and "runs/my run" in argv
         parser.parse_args(argv[1:])
+
+
+def test_the_license_pyproject_declares_ships_in_the_wheel():
+    import tomllib
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    text = (root / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
