@@ -100,6 +100,17 @@ def test_two_processes_train_the_one_process_model_and_resume_exactly(data, tmp_
     assert_same_weights(tmp_path / "ddp" / "checkpoints" / "step_0000004", single["checkpoint"])
 
 
+def test_gradient_accumulation_syncs_once_per_step_and_matches_one_process(data, tmp_path):
+    """grad_accum 2 under DDP (no_sync on the first micro-batch): 2 ranks x 2 micro-batches of 4
+    == 1 process x 4 micro-batches of 4; slice k of step s is micro-batch 4s + k there."""
+    done = torchrun(*cli_args(data, tmp_path / "ddp", "train.batch_size=8", "train.grad_accum=2",
+                              "train.max_steps=2"))
+    summary = json.loads(done.stdout[done.stdout.index("{"):])
+    single = one_process(data, tmp_path / "one", "train.batch_size=4", "train.grad_accum=4",
+                         "train.max_steps=2")
+    assert_same_weights(summary["checkpoint"], single["checkpoint"])
+
+
 def test_rank_slices_make_up_the_global_batch(data):
     """Each rank reads its own rows; together they are the 1-process batch, in order."""
     train = ShardedDataset(data / "train")

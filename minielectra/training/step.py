@@ -21,6 +21,9 @@ from ..config import TrainConfig
 from ..objectives.compute import compute
 from .device import autocast
 
+_nothing = contextlib.nullcontext  # a model without DDP's no_sync
+
+
 class TrainingDiverged(RuntimeError):
     """The loss (or gradient norm) became NaN/inf; the last good checkpoint is kept."""
 
@@ -44,7 +47,10 @@ def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim
         if reseed is not None:
             reseed(micro)
         batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
-        with autocast(device, t.precision):
+        # Data-parallel: the ranks average their gradients once, after the last micro-batch.
+        last = micro == t.grad_accum - 1
+        sync = contextlib.nullcontext() if last else getattr(model, "no_sync", _nothing)()
+        with sync, autocast(device, t.precision):
             # objective.name picks the loss; the default is Electra.forward (objectives.compute)
             out = compute(model, batch["input_ids"], batch["attention_mask"],
                           batch["token_type_ids"], generator=sampler, step=step,
