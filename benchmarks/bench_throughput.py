@@ -7,14 +7,20 @@ weights and metrics. Both sides then go through the *same* training code,
 :func:`minielectra.training.step.train_step` with the official optimiser (:func:`minielectra.training.optim.
 build_optimizer`: AdamWeightDecay on CPU, fused AdamW on a GPU), the schedule, clipping,
 precision (autocast, fp16 scaler) and ``torch.compile`` as ``minielectra pretrain`` uses them. So
-the ratio measures the models, not two different loops. They run alternately in one process on
-the same batch, so machine noise hits both alike; the figures are the medians of the rounds.
+the ratio measures the models, not two different loops.
+
+On a busy machine the speed of either side swings by 10x from one second to the next, so the two
+sides are interleaved finely: each round runs a few steps of one side, then of the other (the
+order flips every round), over many rounds. Adjacent chunks see nearly the same load, so the
+ratio is taken round by round (the paired ratio) and its median reported with its spread
+(quartiles), beside each side's median, quartiles and range of steps/s.
 
     python benchmarks/bench_throughput.py --preset nano            # CPU, 2 cores
     python benchmarks/bench_throughput.py --preset small --device cuda --precision bf16 --compile
 
-Prints one JSON object on stdout: steps/s of each, ``ratio`` = minielectra / transformers, and
-``readme_row``, the line for the README's benchmark table (also printed on stderr).
+Prints one JSON object on stdout: steps/s of each (median and spread), ``ratio`` = the median of
+the per-round ratios minielectra / transformers, and ``readme_row``, the line for the README's
+benchmark table (also printed on stderr).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import sys
 import time
 from types import SimpleNamespace
 
+import _env  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch)
 import torch
 import torch.nn.functional as F
 
@@ -57,6 +64,7 @@ class HFElectra(torch.nn.Module):
                 hidden_dropout_prob=m.dropout, attention_probs_dropout_prob=m.attention_dropout,
                 layer_norm_eps=m.layer_norm_eps, attn_implementation="sdpa")
         self.cfg, self.obj = cfg, obj
+        self.config, self.objective = cfg, obj  # what train_step's objective dispatch reads
         self.generator = ElectraForMaskedLM(hf_config(cfg.generator()))
         self.discriminator = ElectraForPreTraining(hf_config(cfg))
         shared = self.discriminator.electra.embeddings  # word/position/segment + LayerNorm
@@ -98,12 +106,31 @@ def make_step(model, t, device):
 
 
 def timed(step, batches, sampler, steps: int) -> float:
-    float(step(batches, sampler)["loss"])  # the queue is empty when the clock starts
+    """steps/s of ``steps`` consecutive steps; the device queue is empty at both ends."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(steps):
         stats = step(batches, sampler)
     float(stats["loss"])  # wait for the last step
     return steps / (time.perf_counter() - start)
+
+
+def interleaved(steps: dict, batches, sampler, *, chunk: int, rounds: int) -> dict:
+    """Each side's steps/s in every round: ``chunk`` steps of one side, then of the other, the
+    order flipped each round (A B, B A, ...) so that a trend in the load favours neither."""
+    rates = {k: [] for k in steps}
+    names = list(steps)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            rates[name].append(timed(steps[name], batches, sampler, chunk))
+    return rates
+
+
+def spread(values: list[float]) -> dict:
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return {"median": round(median, 3), "q1": round(q1, 3), "q3": round(q3, 3),
+            "min": round(min(values), 3), "max": round(max(values), 3)}
 
 
 def readme_row(r: dict) -> str:
@@ -113,9 +140,12 @@ def readme_row(r: dict) -> str:
             f"{r['command']}`")
     machine = (r["device_name"] if r["device"] != "cpu"
                else f"{r['cpus']}-core {r['device_name']} CPU, torch threads: {r['threads']}")
-    return (f"| {what} | {machine} | {r['minielectra_steps_per_s']:.1f} steps/s | transformers "
-            f"ElectraForMaskedLM + ElectraForPreTraining, same objective, optimiser and loop: "
-            f"{r['transformers_steps_per_s']:.1f} steps/s | **{r['ratio']:.2f}x** |")
+    m, h, q = r["minielectra"], r["transformers"], r["ratio_spread"]
+    return (f"| {what} | {machine} | {m['median']:.1f} steps/s (quartiles {m['q1']:.1f}-"
+            f"{m['q3']:.1f}) | transformers ElectraForMaskedLM + ElectraForPreTraining, same "
+            f"objective, optimiser and loop: {h['median']:.1f} steps/s ({h['q1']:.1f}-"
+            f"{h['q3']:.1f}) | **{r['ratio']:.2f}x** (paired, quartiles {q['q1']:.2f}-"
+            f"{q['q3']:.2f}, {r['rounds']} rounds of {r['chunk_steps']} steps) |")
 
 
 def main(argv=None) -> int:
@@ -126,8 +156,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     ap.add_argument("--compile", action="store_true")
-    ap.add_argument("--steps", type=int, default=10, help="steps per timed round")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=3, help="steps of each side per round")
+    ap.add_argument("--rounds", type=int, default=40, help="rounds (each runs both sides)")
     args = ap.parse_args(argv)
 
     run = preset(args.preset)
@@ -149,11 +179,8 @@ def main(argv=None) -> int:
     sampler = torch.Generator(device).manual_seed(0)
     for step in steps.values():  # warm-up (and compilation)
         timed(step, batches, sampler, 3)
-    rates = {k: [] for k in steps}
-    for _ in range(args.rounds):
-        for name, step in steps.items():
-            rates[name].append(timed(step, batches, sampler, args.steps))
-    med = {k: statistics.median(v) for k, v in rates.items()}
+    rates = interleaved(steps, batches, sampler, chunk=args.steps, rounds=args.rounds)
+    paired = [a / b for a, b in zip(rates["minielectra"], rates["transformers"])]
     command = " ".join(sys.argv[1:] if argv is None else argv) or "--preset nano"
     result = {
         "benchmark": "training steps/s, ELECTRA objective, minielectra.training.step.train_step",
@@ -164,10 +191,14 @@ def main(argv=None) -> int:
         "precision": t.precision, "compile": t.compile,
         "optimizer": ("AdamWeightDecay" if device.type != "cuda"
                       else "fused AdamW, rescaled to the official update"),
-        "minielectra_steps_per_s": round(med["minielectra"], 3),
-        "transformers_steps_per_s": round(med["transformers"], 3),
-        "ratio": round(med["minielectra"] / med["transformers"], 3),
-        "rounds": {k: [round(x, 3) for x in v] for k, v in rates.items()},
+        "rounds": args.rounds, "chunk_steps": args.steps,
+        "minielectra": spread(rates["minielectra"]),
+        "transformers": spread(rates["transformers"]),
+        "ratio": round(statistics.median(paired), 3), "ratio_spread": spread(paired),
+        "ratio_of_medians": round(statistics.median(rates["minielectra"])
+                                  / statistics.median(rates["transformers"]), 3),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "per_round": {k: [round(x, 3) for x in v] for k, v in rates.items()},
     }
     result["readme_row"] = readme_row(result)
     print(json.dumps(result, indent=2))
