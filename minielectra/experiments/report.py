@@ -139,23 +139,28 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
     trained = [r for r in rows if r["steps"]]
     arms = list(dict.fromkeys(r["arm"] for r in trained))
     written = []
+    control = [r for r in rows if not r["steps"]]
     if len(set(r["budget"] for r in trained)) > 1:
-        for axis, title, logx in (("train_flops", "training FLOPs", True),
-                                  ("train_seconds", "training seconds", True)):
+        for key, what, axis, title in (
+                ("probe_avg", "probe", "train_flops", "training FLOPs"),
+                ("probe_avg", "probe", "train_seconds", "training seconds"),
+                ("finetune_avg", "finetune", "train_flops", "training FLOPs")):
+            label = "linear-probe average" if what == "probe" else "fine-tuning score"
             series = [{"name": arm, "x": [r[axis] for r in trained if r["arm"] == arm],
-                       "y": [r["probe_avg"] for r in trained if r["arm"] == arm],
-                       "err": [r["probe_avg_sd"] for r in trained if r["arm"] == arm]}
+                       "y": [r[key] for r in trained if r["arm"] == arm],
+                       "err": [r[key + "_sd"] for r in trained if r["arm"] == arm]}
                       for arm in arms]
-            name = f"{exp.name}_probe_vs_{axis}"
+            hline = ("random init", control[0][key]) if control else None
             fig = go.Figure([go.Scatter(x=s["x"], y=s["y"], name=s["name"], mode="lines+markers",
                                         error_y={"type": "data", "array": s["err"]})
                              for s in series])
-            fig.update_layout(title=f"{exp.name}: linear-probe average vs {title}",
-                              xaxis_title=title, yaxis_title="probe average (%)",
-                              xaxis_type="log" if logx else "linear")
+            if hline:
+                fig.add_hline(y=hline[1], line_dash="dash", annotation_text=hline[0])
+            fig.update_layout(title=f"{exp.name}: {label} vs {title} (mean ± sd over seeds)",
+                              xaxis_title=title, yaxis_title=f"{label} (%)", xaxis_type="log")
             written += _save(fig, svg.line_chart(series, title=fig.layout.title.text,
-                                                 xlabel=title, ylabel="probe average (%)",
-                                                 logx=logx), out / name)
+                                                 xlabel=title, ylabel=f"{label} (%)", logx=True,
+                                                 hline=hline), out / f"{exp.name}_{what}_vs_{axis}")
         return written
     top = [r for r in rows if r["budget"] == max(x["budget"] for x in rows) or not r["steps"]]
     metrics = [("probe_avg", "probe average")] + [

@@ -62,18 +62,25 @@ def _legend(names: list[str]) -> list[str]:
 
 
 def line_chart(series: list[dict], *, title: str, xlabel: str, ylabel: str,
-               logx: bool = False) -> str:
-    """``series``: ``{"name", "x", "y", "err"}`` each; error bars are +-err."""
+               logx: bool = False, hline: tuple[str, float] | None = None) -> str:
+    """``series``: ``{"name", "x", "y", "err"}`` each; error bars are +-err. On a log axis the
+    ticks are the measured x values. ``hline``: a labelled dashed reference line."""
     fx = (lambda v: math.log10(v)) if logx else (lambda v: v)
     xs = [fx(x) for s in series for x in s["x"]]
     ys = [y + e * k for s in series for y, e in zip(s["y"], s["err"]) for k in (-1, 1)]
     xlo, xhi = _range(xs)
-    ylo, yhi = _range(ys)
+    ylo, yhi = _range(ys + ([hline[1]] if hline else []))
     parts = _frame(title, xlabel, ylabel, ylo, yhi)
-    for t in _ticks(xlo, xhi):
+    for t in sorted(set(xs)) if logx else _ticks(xlo, xhi):
         x = LEFT + (t - xlo) / (xhi - xlo) * (W - LEFT - RIGHT)
         label = _fmt(10 ** t) if logx else _fmt(t)
         parts.append(f'<text x="{x:.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">{label}</text>')
+    if hline:
+        y = _y(hline[1], ylo, yhi)
+        parts.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
+                     'stroke="#555" stroke-dasharray="6,4"/>')
+        parts.append(f'<text x="{W - RIGHT - 4}" y="{y - 5:.1f}" text-anchor="end" '
+                     f'fill="#555">{escape(hline[0])}</text>')
     for i, s in enumerate(series):
         color = COLORS[i % len(COLORS)]
         pts = [(LEFT + (fx(x) - xlo) / (xhi - xlo) * (W - LEFT - RIGHT), _y(y, ylo, yhi),
