@@ -176,7 +176,8 @@ def _open_one(spec: str, data_dir: Path | None, cache_dir: Path, stats: ReadStat
             raise FileNotFoundError(
                 f"corpus {spec!r} exists only in a data dir, and "
                 + (f"{data_dir} has no {spec}/ folder" if data_dir else "no data dir is set")
-                + " (set MINIELECTRA_DATA_DIR or pass data_dir)")
+                + f" (set MINIELECTRA_DATA_DIR to a data dir with {spec}/, or use another "
+                "corpus: --corpus pydocs, built in, or --corpus FILE)")
         log.info("corpus %s: not in %s; will load it from the Hugging Face hub", spec,
                  f"data dir {data_dir}" if data_dir else "a data dir (none is set)")
         return _hub_corpus(spec, HUB_CORPORA[spec])

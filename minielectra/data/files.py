@@ -15,10 +15,12 @@ from pathlib import Path
 
 
 def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
+    """Read through one reused 64 KB buffer: hashing a cache of any size costs no memory."""
+    h, buffer = hashlib.sha256(), bytearray(1 << 16)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buffer):
+            h.update(view[:n])
     return h.hexdigest()
 
 
