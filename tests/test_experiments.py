@@ -122,6 +122,7 @@ def small_judge(**kw):
                 **kw)
 
 
+@pytest.mark.slow
 def test_table5_end_to_end_then_resumes_without_retraining(tiny, monkeypatch):
     result = runner.run_experiment("table5", budget=6, seeds=1, **tiny, **small_judge())
     out = tiny["out"] / "table5"
@@ -169,6 +170,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(tiny, monkeypatch):
     assert result["steps"] == spec.steps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["efficiency", "generator-size", "tying", "alectra",
                                   "procedures"])
 def test_every_experiment_runs_end_to_end(tiny, name, capsys):

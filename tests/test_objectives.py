@@ -303,6 +303,22 @@ def test_shared_layers_apply_one_block_num_layers_times(tiny_model_config):
     assert n_full - n_shared == 2 * block
 
 
+def test_shared_layers_save_load_and_fine_tune(tiny_model_config, tmp_path):
+    from minielectra.tasks.classifier import (FinetuneConfig, build_classifier,
+                                              layerwise_param_groups)
+    from minielectra.tasks.glue import get_task
+    model = make(tiny_model_config, "electra", num_layers=3, share_layers=True)
+    model.save_pretrained(tmp_path / "ckpt")
+    loaded = Electra.from_pretrained(tmp_path / "ckpt")
+    assert loaded.config.share_layers and len(loaded.discriminator.encoder.layers) == 1
+    ids, mask = batch()
+    assert torch.equal(loaded.discriminator(ids, mask), model.discriminator(ids, mask))
+    clf = build_classifier(loaded, get_task("sst2"), FinetuneConfig())
+    groups = layerwise_param_groups(clf, FinetuneConfig())  # every parameter once
+    assert sum(p.numel() for g in groups for p in g["params"]) == sum(
+        p.numel() for p in clf.parameters())
+
+
 # ------------------------------------------------------------------------------------- FLOPs
 
 
