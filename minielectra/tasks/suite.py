@@ -52,6 +52,8 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
             if not skip_missing:
                 raise
             missing[t] = str(e)
+    if not results:  # nothing to tabulate: say why once, rather than print a table of n/a
+        raise glue.GlueDataError(f"no GLUE task has its data here; {next(iter(missing.values()))}")
     # The row is named as the user named the checkpoint: the run, not its step_N directory.
     label = name or (Path(str(checkpoint)).name if source else "model")
     table, average, partial = metrics.format_table(results, name=label, missing=missing)
