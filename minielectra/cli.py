@@ -86,11 +86,20 @@ def cmd_evaluate(args) -> dict:
                     split=args.split)
 
 
+def shipped_checkpoint(args) -> str:
+    """``--checkpoint``, or (none given) the bundled one, said in one line."""
+    if args.checkpoint is None:
+        print(f"minielectra {args.command}: no --checkpoint given: fine-tuning the bundled one "
+              "(a small teaching model, see its MODEL_CARD.md)", file=sys.stderr)
+    return args.checkpoint or "bundled"
+
+
 def cmd_finetune(args) -> dict:
     from .tasks.finetune import finetune
     from .tasks.userdata import Columns
     columns = Columns(args.text_column, args.text_pair_column, args.label_column)
-    return finetune(args.checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
+    checkpoint = shipped_checkpoint(args)
+    return finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
                     overrides=args.set, max_train_examples=args.max_train_examples,
                     train=args.train, dev=args.dev, columns=columns,
                     regression=True if args.regression else None)
@@ -98,7 +107,8 @@ def cmd_finetune(args) -> dict:
 
 def cmd_glue(args) -> dict:
     from .tasks.suite import run_glue
-    result = run_glue(args.checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
+    checkpoint = shipped_checkpoint(args)
+    result = run_glue(checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
                       out=args.out, overrides=args.set, save_models=args.save_models,
                       max_train_examples=args.max_train_examples)
     print(result["table"], file=sys.stderr)  # for people; stdout stays one JSON document
@@ -208,10 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evenly spaced examples of the split (default: all of them)")
     p.set_defaults(func=cmd_evaluate)
 
-    ckpt_help = ("a checkpoint dir (minielectra or transformers), a `pretrain --out` run dir "
+    ckpt_help = ("the model to fine-tune (default: bundled, the packaged one): a checkpoint "
+                 "dir (minielectra or transformers), a `pretrain --out` run dir "
                  "(its latest checkpoint), or 'bundled'")
     p = sub.add_parser("finetune", help="fine-tune on a GLUE task or your own data (JSON)")
-    p.add_argument("--checkpoint", required=True, help=ckpt_help)
+    p.add_argument("--checkpoint", help=ckpt_help)
     p.add_argument("--task", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, or a hub "
                    "dataset hf:NAME[:CONFIG] (default: none; or give --train and --dev)")
     p.add_argument("--train", metavar="FILE", help="your training data: .csv, .tsv or .jsonl "
@@ -234,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_finetune)
 
     p = sub.add_parser("glue", help="fine-tune on several GLUE tasks, paper-style table")
-    p.add_argument("--checkpoint", required=True, help=ckpt_help)
+    p.add_argument("--checkpoint", help=ckpt_help)
     p.add_argument("--tasks", nargs="+", help="GLUE tasks (default: the 8 of the GLUE score)")
     p.add_argument("--seed", type=int, default=0, help="the first run's seed (then +1, +2...)")
     p.add_argument("--seeds", type=int, default=1, help="runs per task; the median is the score")

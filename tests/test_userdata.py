@@ -189,3 +189,13 @@ def test_a_hub_dataset_is_read_through_datasets(checkpoint, monkeypatch):
     task = ft.resolve_task("hf:someone/reviews:en", columns=userdata.Columns(text="sentence"))
     assert calls == [("someone/reviews", "en")] and task.label_names == ("neg", "pos")
     assert [e.label for e in task.dev_examples] == [1, 0, 1, 0]
+
+
+def test_without_a_checkpoint_the_bundled_one_is_fine_tuned_and_said(capsys):
+    code = main(["finetune", "--train", str(FIXTURES / "reviews_train.csv"), "--dev",
+                 str(FIXTURES / "reviews_dev.csv"), *sets("finetune.epochs=1",
+                                                          "finetune.num_threads=1")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["checkpoint"].endswith("assets/bundled")
+    assert "no --checkpoint given: fine-tuning the bundled one" in err

@@ -56,8 +56,8 @@ class UserTask(Task):
 
 
 def _format(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    kind = suffixes[-2] if suffixes[-1:] == [".gz"] and len(suffixes) > 1 else (suffixes or [""])[-1]
+    suffixes = [s.lower() for s in path.suffixes] or [""]
+    kind = suffixes[-2] if suffixes[-1] == ".gz" and len(suffixes) > 1 else suffixes[-1]
     if kind not in (".csv", ".tsv", ".jsonl"):
         raise ValueError(f"{path}: unknown format {kind or '(no extension)'!r}; name the file "
                          "*.csv, *.tsv or *.jsonl (optionally .gz)")
