@@ -5,6 +5,7 @@ the command must copy exactly those files, and a wheel built from this tree must
 """
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,38 @@ def test_the_course_is_numbered_lessons():
     assert numbers == list(range(1, len(stems) + 1)), stems  # 01, 02, ... with no gaps
     for n in stems:  # each notebook has a tutorial chapter of the same number and stem
         assert (ROOT / "tutorial" / n.replace(".ipynb", ".md")).is_file(), n
+
+
+@pytest.mark.parametrize("name", [n for n in EXPECTED if n.endswith(".ipynb")])
+def test_each_lesson_follows_the_template(name):
+    """Goal, a rebuild checked against the library, recap, exercises; committed executed (nbval
+    compares only cells with an execution count); compared outputs hold nothing variable."""
+    nb = json.loads((NOTEBOOKS / name).read_text())
+    markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    for heading in ("**Goal.**", "## Recap", "## Exercises"):
+        assert heading in markdown, (name, heading)
+    assert any("assert_close" in "".join(c["source"]) for c in code), name
+    setup = "".join(code[0]["source"])
+    assert "torch.manual_seed" in setup and "torch.set_num_threads" in setup, name
+    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), name
+    for c in code:
+        source, kinds = "".join(c["source"]), {k for o in c["outputs"] for k in o.get("data", {})}
+        if "NBVAL_IGNORE_OUTPUT" not in source:  # compared by nbval: plain text only
+            assert kinds <= {"text/plain"}, (name, source[:60], kinds)
+            assert not any(o.get("name") == "stderr" for o in c["outputs"]), (name, source[:60])
+        assert not any(o["output_type"] == "error" for o in c["outputs"]), (name, source[:60])
+
+
+def test_notebook_links_resolve():
+    link = re.compile(r"\]\((?!https?://|#)([^)#\s]+)(?:#[^)]*)?\)")
+    for path in [*NOTEBOOKS.glob("*.ipynb"), NOTEBOOKS / "README.md"]:
+        text = path.read_text()
+        if path.suffix == ".ipynb":
+            text = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"]
+                             if c["cell_type"] == "markdown")
+        missing = [t for t in link.findall(text) if not (NOTEBOOKS / t).exists()]
+        assert not missing, f"{path.name}: broken links {missing}"
 
 
 def test_lesson_files_are_the_repository_notebooks():

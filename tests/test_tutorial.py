@@ -36,6 +36,16 @@ def test_the_parser_sees_every_python_fence():
         assert len(blocks(path)) == path.read_text().count("```python"), path.name
 
 
+LINK = re.compile(r"\]\((?!https?://|#)([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("path", [*CHAPTERS, ROOT / "tutorial" / "README.md"],
+                         ids=lambda p: p.stem)
+def test_relative_links_resolve(path):
+    missing = [t for t in LINK.findall(path.read_text()) if not (path.parent / t).exists()]
+    assert not missing, f"{path.name}: broken links {missing}"
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_excerpts_match_the_source(path):
     for kind, arg, code, line in blocks(path):
