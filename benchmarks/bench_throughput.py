@@ -10,10 +10,11 @@ precision (autocast, fp16 scaler) and ``torch.compile`` as ``minielectra pretrai
 the ratio measures the models, not two different loops.
 
 On a busy machine the speed of either side swings by 10x from one second to the next, so the two
-sides are interleaved finely: each round runs a few steps of one side, then of the other (the
-order flips every round), over many rounds. Adjacent chunks see nearly the same load, so the
-ratio is taken round by round (the paired ratio) and its median reported with its spread
-(quartiles), beside each side's median, quartiles and range of steps/s.
+sides are interleaved finely: each round runs a short chunk of one side, then of the other (the
+order flips every round), over many rounds. The chunks last the same time (about
+``--chunk-seconds``: each side's number of steps is set from its warm-up speed), so both sides
+sample the same stretches of load; the ratio is taken round by round (the paired ratio) and its
+median reported with its spread (quartiles), beside each side's median, quartiles and range.
 
     python benchmarks/bench_throughput.py --preset nano            # CPU, 2 cores
     python benchmarks/bench_throughput.py --preset small --device cuda --precision bf16 --compile
@@ -116,14 +117,14 @@ def timed(step, batches, sampler, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def interleaved(steps: dict, batches, sampler, *, chunk: int, rounds: int) -> dict:
-    """Each side's steps/s in every round: ``chunk`` steps of one side, then of the other, the
-    order flipped each round (A B, B A, ...) so that a trend in the load favours neither."""
+def interleaved(steps: dict, batches, sampler, *, chunk: dict, rounds: int) -> dict:
+    """Each side's steps/s in every round: ``chunk[side]`` steps of one side, then of the other,
+    the order flipped each round (A B, B A, ...) so that a trend in the load favours neither."""
     rates = {k: [] for k in steps}
     names = list(steps)
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
-            rates[name].append(timed(steps[name], batches, sampler, chunk))
+            rates[name].append(timed(steps[name], batches, sampler, chunk[name]))
     return rates
 
 
@@ -145,7 +146,7 @@ def readme_row(r: dict) -> str:
             f"{m['q3']:.1f}) | transformers ElectraForMaskedLM + ElectraForPreTraining, same "
             f"objective, optimiser and loop: {h['median']:.1f} steps/s ({h['q1']:.1f}-"
             f"{h['q3']:.1f}) | **{r['ratio']:.2f}x** (paired, quartiles {q['q1']:.2f}-"
-            f"{q['q3']:.2f}, {r['rounds']} rounds of {r['chunk_steps']} steps) |")
+            f"{q['q3']:.2f}, {r['rounds']} interleaved rounds) |")
 
 
 def main(argv=None) -> int:
@@ -156,7 +157,10 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     ap.add_argument("--compile", action="store_true")
-    ap.add_argument("--steps", type=int, default=3, help="steps of each side per round")
+    ap.add_argument("--chunk-seconds", type=float, default=0.5,
+                    help="how long each side runs per round (its steps set from its warm-up)")
+    ap.add_argument("--steps", type=int, help="a fixed number of steps per side and round "
+                    "instead of --chunk-seconds")
     ap.add_argument("--rounds", type=int, default=40, help="rounds (each runs both sides)")
     args = ap.parse_args(argv)
 
@@ -177,9 +181,10 @@ def main(argv=None) -> int:
     models = {"minielectra": Electra(cfg, obj), "transformers": HFElectra(cfg, obj)}
     steps = {k: make_step(m.to(device).train(), t, device) for k, m in models.items()}
     sampler = torch.Generator(device).manual_seed(0)
-    for step in steps.values():  # warm-up (and compilation)
-        timed(step, batches, sampler, 3)
-    rates = interleaved(steps, batches, sampler, chunk=args.steps, rounds=args.rounds)
+    warm = {k: max(timed(s, batches, sampler, 3) for _ in range(2))  # warm-up (and compiling)
+            for k, s in steps.items()}
+    chunk = {k: args.steps or max(1, round(args.chunk_seconds * r)) for k, r in warm.items()}
+    rates = interleaved(steps, batches, sampler, chunk=chunk, rounds=args.rounds)
     paired = [a / b for a, b in zip(rates["minielectra"], rates["transformers"])]
     command = " ".join(sys.argv[1:] if argv is None else argv) or "--preset nano"
     result = {
@@ -191,7 +196,7 @@ def main(argv=None) -> int:
         "precision": t.precision, "compile": t.compile,
         "optimizer": ("AdamWeightDecay" if device.type != "cuda"
                       else "fused AdamW, rescaled to the official update"),
-        "rounds": args.rounds, "chunk_steps": args.steps,
+        "rounds": args.rounds, "chunk_steps": chunk,
         "minielectra": spread(rates["minielectra"]),
         "transformers": spread(rates["transformers"]),
         "ratio": round(statistics.median(paired), 3), "ratio_spread": spread(paired),
