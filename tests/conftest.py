@@ -106,3 +106,33 @@ def write_tiny_corpus():
         path.write_text("\n\n".join(docs) + "\n")
         return path
     return write
+
+
+@pytest.fixture(scope="module")
+def char_run_dir(tmp_path_factory) -> Path:
+    """A ``pretrain --out`` run dir of a tiny random ELECTRA with a character vocabulary
+    (every lower-case word spelt in pieces), checkpoints at steps 3 and 7 (the latest)."""
+    import string
+
+    import torch
+
+    from minielectra.config import ModelConfig, RunConfig
+    from minielectra.data.tokenizer import WordPieceTokenizer
+    from minielectra.model.electra import Electra
+    from minielectra.training.checkpoints import save_checkpoint
+
+    chars = list(string.ascii_lowercase + string.digits)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + list(".,'!?-;:()\"`$&/")
+    root = tmp_path_factory.mktemp("pretrain")
+    (root / "vocab.txt").write_text("\n".join(tokens + ["##" + c for c in chars]) + "\n")
+    tok = WordPieceTokenizer.from_vocab_file(root / "vocab.txt")
+    for step in (3, 7):
+        torch.manual_seed(step)
+        model = Electra(ModelConfig(
+            vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32, num_layers=2,
+            num_heads=2, intermediate_size=64, max_position_embeddings=128, generator_size=0.5,
+            pad_token_id=tok.pad_id, cls_token_id=tok.cls_id, sep_token_id=tok.sep_id,
+            mask_token_id=tok.mask_id))
+        model.tokenizer = tok
+        save_checkpoint(root / "run", step, model, {}, RunConfig())
+    return root / "run"

@@ -9,7 +9,6 @@ the model's own forward pass. The GLUE inputs are 40-row slices of the real file
 """
 
 import json
-import string
 
 import numpy as np
 import pytest
@@ -17,14 +16,10 @@ import torch
 from sklearn import metrics as skm
 
 from minielectra.cli import main
-from minielectra.config import ModelConfig, RunConfig
-from minielectra.data.tokenizer import WordPieceTokenizer
-from minielectra.model.electra import Electra
 from minielectra.tasks import glue
 from minielectra.tasks import metrics as glue_metrics
 from minielectra.tasks import predict as pr
 from minielectra.tasks import saved as saved_model
-from minielectra.training.checkpoints import save_checkpoint
 
 pytestmark = pytest.mark.integration
 
@@ -33,23 +28,9 @@ FAST = ["--set", "finetune.epochs=1", "--set", "finetune.eval_batch_size=64",
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
+def run_dir(char_run_dir):
     """A ``pretrain --out`` directory with two checkpoints; the later one is step 7."""
-    chars = list(string.ascii_lowercase + string.digits)
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + list(".,'!?-;:()\"`$&/")
-    root = tmp_path_factory.mktemp("pretrain")
-    (root / "vocab.txt").write_text("\n".join(tokens + ["##" + c for c in chars]) + "\n")
-    tok = WordPieceTokenizer.from_vocab_file(root / "vocab.txt")
-    for step in (3, 7):
-        torch.manual_seed(step)
-        model = Electra(ModelConfig(
-            vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32, num_layers=2,
-            num_heads=2, intermediate_size=64, max_position_embeddings=128, generator_size=0.5,
-            pad_token_id=tok.pad_id, cls_token_id=tok.cls_id, sep_token_id=tok.sep_id,
-            mask_token_id=tok.mask_id))
-        model.tokenizer = tok
-        save_checkpoint(root / "run", step, model, {}, RunConfig())
-    return root / "run"
+    return char_run_dir
 
 
 @pytest.fixture

@@ -155,6 +155,11 @@ def finetune_files(w, train: Path, dev: Path | None = None, *extra) -> list:
             "--dev", dev or FIXTURES / "reviews_dev.csv", *extra]
 
 
+def reviews(w, *extra) -> list:
+    """finetune on the handmade reviews, with ``extra`` flags."""
+    return finetune_files(w, FIXTURES / "reviews_train.csv", None, *extra)
+
+
 def csv_file(tmp, name, text):
     return write(tmp / name, text)
 
@@ -250,14 +255,11 @@ SCENARIOS = [
     S("evaluate max-examples 0", lambda w, t: ["evaluate", "--checkpoint", w.ckpt,
                                                "--max-examples", "0"], "max_examples"),
     # ------------------------------------------------------------------------- finetune
-    S("max-train-examples 0", lambda w, t: finetune_files(
-        w, FIXTURES / "reviews_train.csv", None, "--max-train-examples", "0"),
+    S("max-train-examples 0", lambda w, t: reviews(w, "--max-train-examples", "0"),
       "--max-train-examples"),
-    S("max-train-examples negative", lambda w, t: finetune_files(
-        w, FIXTURES / "reviews_train.csv", None, "--max-train-examples", "-5"),
+    S("max-train-examples negative", lambda w, t: reviews(w, "--max-train-examples", "-5"),
       "--max-train-examples"),
-    S("seeds 0", lambda w, t: finetune_files(w, FIXTURES / "reviews_train.csv", None,
-                                             "--seeds", "0"), "--seeds"),
+    S("seeds 0", lambda w, t: reviews(w, "--seeds", "0"), "--seeds"),
     S("unknown GLUE task", lambda w, t: ["finetune", "--checkpoint", w.run, "--task", "sst3"],
       "sst3"),
     S("train file missing", lambda w, t: finetune_files(w, t / "nope.csv"), "nope.csv"),
@@ -268,8 +270,8 @@ SCENARIOS = [
                                                REVIEWS_DEV], "--task"),
     S("no label column", lambda w, t: finetune_files(
         w, csv_file(t, "t.csv", "text,stars\na,1\nb,2\n")), "t.csv: line 2: no label column"),
-    S("renamed text column absent", lambda w, t: finetune_files(
-        w, FIXTURES / "reviews_train.csv", None, "--text-column", "review"), "'review'"),
+    S("renamed text column absent", lambda w, t: reviews(w, "--text-column", "review"),
+      "'review'"),
     S("empty train file", lambda w, t: finetune_files(w, csv_file(t, "t.csv", "")),
       "t.csv: the file is empty"),
     S("header only", lambda w, t: finetune_files(w, csv_file(t, "t.csv", "text,label\n")),
@@ -295,16 +297,14 @@ SCENARIOS = [
     S("JSONL line not an object", lambda w, t: finetune_files(
         w, csv_file(t, "t.jsonl", '{"text": "a", "label": 1}\n[1, 2]\n')),
       "t.jsonl: line 2: a JSON list"),
-    S("regression label not a number", lambda w, t: finetune_files(
-        w, FIXTURES / "reviews_train.csv", None, "--regression"),
+    S("regression label not a number", lambda w, t: reviews(w, "--regression"),
       "reviews_train.csv: line 2, column 'label': label 'positive' is not a number"),
     S("one class only", lambda w, t: finetune_files(
         w, csv_file(t, "t.csv", "text,label\na,yes\nb,yes\n")), "at least two classes"),
-    S("mistyped finetune key", lambda w, t: finetune_files(
-        w, FIXTURES / "reviews_train.csv", None, "--set", "finetune.learnig_rate=1"),
+    S("mistyped finetune key", lambda w, t: reviews(w, "--set", "finetune.learnig_rate=1"),
       "did you mean finetune.learning_rate"),
-    S("head dropout out of range", lambda w, t: finetune_files(
-        w, FIXTURES / "reviews_train.csv", None, "--set", "finetune.head_dropout=1.5"),
+    S("head dropout out of range", lambda w, t: reviews(w, "--set",
+                                                        "finetune.head_dropout=1.5"),
       "finetune.head_dropout"),
     S("GLUE label outside the task's", lambda w, t: [
         "finetune", "--checkpoint", w.run, "--task", "sst2"],
@@ -328,8 +328,7 @@ SCENARIOS = [
     S("column flags with a GLUE task", lambda w, t: ["finetune", "--checkpoint", w.run, "--task",
                                                      "sst2", "--label-column", "y"],
       "--label-column"),
-    S("finetune --out is a file", lambda w, t: finetune_files(
-        w, FIXTURES / "reviews_train.csv", None, "--out", write(t / "f", "x"), *FAST_FT),
+    S("finetune --out is a file", lambda w, t: reviews(w, "--out", write(t / "f", "x"), *FAST_FT),
       "/f: --out is a file"),
     S("checkpoint is no checkpoint", lambda w, t: finetune_files(
         w, FIXTURES / "reviews_train.csv")[:2] + [t] + finetune_files(

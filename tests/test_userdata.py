@@ -6,7 +6,6 @@ pairs; scores: JSONL regression); the model is a tiny random ELECTRA with a char
 """
 
 import json
-import string
 from pathlib import Path
 
 import numpy as np
@@ -16,37 +15,19 @@ from scipy import stats
 from sklearn import metrics as skm
 
 from minielectra.cli import main
-from minielectra.config import ModelConfig
 from minielectra.data import hub as data_hub
-from minielectra.data.tokenizer import WordPieceTokenizer
-from minielectra.model.electra import Electra
 from minielectra.tasks import finetune as ft
 from minielectra.tasks import predict as pr
 from minielectra.tasks import userdata
-from minielectra.training.checkpoints import save_checkpoint
-from minielectra.config import RunConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAST = ["finetune.epochs=2", "finetune.num_threads=1", "finetune.batch_size=4"]
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """A ``pretrain --out`` run dir holding one tiny random checkpoint with a character vocab."""
-    chars = list(string.ascii_lowercase + string.digits)
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + list(".,'!?-;:()\"`$&/")
-    root = tmp_path_factory.mktemp("ckpt")
-    (root / "vocab.txt").write_text("\n".join(tokens + ["##" + c for c in chars]) + "\n")
-    tok = WordPieceTokenizer.from_vocab_file(root / "vocab.txt")
-    torch.manual_seed(0)
-    model = Electra(ModelConfig(
-        vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32, num_layers=1, num_heads=2,
-        intermediate_size=64, max_position_embeddings=128, generator_size=0.5,
-        pad_token_id=tok.pad_id, cls_token_id=tok.cls_id, sep_token_id=tok.sep_id,
-        mask_token_id=tok.mask_id))
-    model.tokenizer = tok
-    save_checkpoint(root / "run", 1, model, {}, RunConfig())
-    return root / "run"
+def checkpoint(char_run_dir):
+    """A ``pretrain --out`` run dir: a tiny random ELECTRA with a character vocabulary."""
+    return char_run_dir
 
 
 # ----------------------------------------------------------------------------------- reading
