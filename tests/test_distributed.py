@@ -145,3 +145,29 @@ def test_slice_seeds_differ_between_slices_and_repeat_for_one():
         draws.append(torch.rand(5).numpy())
     np.testing.assert_array_equal(draws[0], draws[2])
     assert not np.allclose(draws[0], draws[1])
+
+
+def test_ctrl_c_on_one_rank_stops_every_rank_at_the_same_log_step():
+    """A Ctrl-C seen by one process only is acted on at a log step, after the ranks agree
+    (``Ranks.any``, an all-reduce there): never a rank alone, which would hang the others."""
+    from types import SimpleNamespace
+
+    from minielectra.training.interrupt import SigintFlag
+    from minielectra.training.loop import Run
+
+    asked = []
+
+    def any_rank(flag: bool) -> bool:  # the other rank saw the Ctrl-C
+        asked.append(flag)
+        return True
+
+    flag = SigintFlag()
+    run = SimpleNamespace(ranks=Ranks(rank=1, world_size=2, any=any_rank), sigint=flag,
+                          t=SimpleNamespace(log_every=5), step=3)
+    assert not Run.interrupt_requested(run) and asked == []  # between log steps: no collective
+    run.step = 5
+    assert Run.interrupt_requested(run) and asked == [False]  # this rank saw nothing, yet stops
+    single = SimpleNamespace(ranks=Ranks(), sigint=flag, t=SimpleNamespace(log_every=5), step=3)
+    assert not Run.interrupt_requested(single)
+    flag.requested = True
+    assert Run.interrupt_requested(single)  # one process: at the next step boundary

@@ -128,6 +128,17 @@ def test_pretrain_data_uses_the_folders_tokenizer_and_shards(corpus_file, vocab,
     saved = WordPieceTokenizer.load(Path(summary["checkpoint"]))
     assert saved.tokens == WordPieceTokenizer.from_vocab_file(vocab).tokens
     assert summary["heldout"]["examples"] == 8
+    # `evaluate` on that run scores the folder's held-out shards (its corpus does not exist),
+    # the same examples and figures the loop's final evaluation logged.
+    from minielectra.training.evaluate import evaluate
+    result = evaluate(tmp_path / "run", max_examples=8)
+    assert result["corpus"] == f"prepared:{tmp_path / 'data'}"
+    for key in ("examples", "disc_auc", "disc_accuracy", "gen_accuracy"):
+        assert result[key] == pytest.approx(summary["heldout"][key], abs=1e-6), key
+    assert evaluate(tmp_path / "run", split="train")["examples"] == len(
+        ShardedDataset(tmp_path / "data" / "train"))
+    with pytest.raises(ValueError, match="--split heldout or train"):
+        evaluate(tmp_path / "run", split="all")
 
 
 def test_cli_prepare_then_pretrain_data(corpus_file, vocab, tmp_path, capsys):

@@ -33,6 +33,7 @@ import torch
 from ..config import RunConfig
 from ..data.corpus import absent_local_corpora, open_corpus
 from ..data.dataset import build_dataset
+from ..data.prepare import load_prepared
 from ..model.electra import Electra
 from ..objectives.compute import DISCRIMINATIVE, compute
 from .checkpoints import resolve_checkpoint
@@ -198,7 +199,26 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
         cfg.train.batch_size = 64
     batch_size = batch_size or cfg.train.batch_size
     seed = cfg.train.seed if seed is None else seed
+    dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
+                       "cpu" if device == "auto" else device)
+    spec, dataset = _dataset(cfg, model.tokenizer, corpus, split, progress)
+    model.to(dev)
+    batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
+                              device=dev)
+    result = evaluate_model(model, batches, seed=seed)
+    return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed, **result}
+
+
+def _dataset(cfg: RunConfig, tokenizer, corpus: str | None, split: str, progress: bool):
+    """(what was read, the examples): the run's own data (its ``prepare`` folder, or its corpus
+    with its settings) unless ``corpus`` names another."""
     d = cfg.data
+    if corpus is None and d.prepared and Path(d.prepared).is_dir():
+        if split == "all":
+            raise ValueError(f"the run trained from the prepared folder {d.prepared}, which "
+                             "holds a train and a held-out part: use --split heldout or train")
+        _, train, heldout = load_prepared(d.prepared, max_seq_len=d.max_seq_len)
+        return f"prepared:{d.prepared}", heldout if split == "heldout" else train
     spec = corpus or d.corpus
     if corpus is None and absent_local_corpora(spec):
         log.warning("evaluate: the checkpoint's corpus %r needs %s from a data dir "
@@ -206,15 +226,9 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
                     "'pydocs' instead (--corpus chooses another)", spec,
                     " and ".join(absent_local_corpora(spec)))
         spec = "pydocs"  # held out by document hash, so still text the run never trained on
-    dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
-                       "cpu" if device == "auto" else device)
-    dataset = build_dataset(open_corpus(spec), model.tokenizer, max_seq_len=d.max_seq_len,
+    dataset = build_dataset(open_corpus(spec), tokenizer, max_seq_len=d.max_seq_len,
                             split=split, held_out_fraction=d.held_out_fraction,
                             seed=cfg.train.seed, short_seq_prob=d.short_seq_prob,
                             single_segment_prob=d.single_segment_prob, cache_dir=d.cache_dir,
                             num_workers=d.num_workers, progress=progress)
-    model.to(dev)
-    batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
-                              device=dev)
-    result = evaluate_model(model, batches, seed=seed)
-    return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed, **result}
+    return spec, dataset

@@ -154,6 +154,14 @@ class Run:
             late = self.step % self.t.log_every == 0 and self.ranks.any(late)  # (they sync there)
         return "max_minutes" if late else None
 
+    def interrupt_requested(self) -> bool:
+        """Ctrl-C reaches each process of a ``torchrun`` launch on its own, maybe between
+        different steps; they all stop at one step by agreeing at log steps, where they
+        synchronise anyway (as for ``max_minutes``)."""
+        if self.ranks.world_size == 1:
+            return self.sigint.requested
+        return self.step % self.t.log_every == 0 and self.ranks.any(self.sigint.requested)
+
     def train(self, until_step: int | None = None) -> str:
         """Step until a stop condition; returns which one stopped the run."""
         t = self.t
@@ -169,7 +177,7 @@ class Run:
                 self.guard.add(self.step, stats.pop("finite"))
                 self.log.add(stats)
                 self.after_step(lr)
-                if self.sigint.requested:
+                if self.interrupt_requested():
                     raise KeyboardInterrupt
             self.log.flush(self.step, lr_at(max(self.step - 1, 0), t))
             self.guard.check(self.last_saved)
