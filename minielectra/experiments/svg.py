@@ -95,16 +95,30 @@ def line_chart(series: list[dict], *, title: str, xlabel: str, ylabel: str,
     return "\n".join(parts + _legend([s["name"] for s in series]) + ["</svg>"]) + "\n"
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    lines = [""]
+    for word in text.split():
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > width:
+            lines.append(word)
+        else:
+            lines[-1] = f"{lines[-1]} {word}".strip()
+    return lines
+
+
 def bar_chart(groups: list[str], series: list[dict], *, title: str, ylabel: str) -> str:
     """Grouped bars: ``groups`` along x, one bar per ``series`` (``{"name", "y", "err"}``)."""
     ys = [y + e * k for s in series for y, e in zip(s["y"], s["err"]) for k in (-1, 1)]
-    ylo, yhi = _range(ys + [min(ys)])
+    ylo, yhi = 0.0, _range(ys)[1]  # bars start at zero: a cut axis would magnify differences
     parts = _frame(title, "", ylabel, ylo, yhi)
     slot = (W - LEFT - RIGHT) / len(groups)
     bar = slot * 0.8 / len(series)
     for g, label in enumerate(groups):
-        parts.append(f'<text x="{LEFT + slot * (g + 0.5):.1f}" y="{H - BOTTOM + 16}" '
-                     f'text-anchor="middle" font-size="11">{escape(label)}</text>')
+        x = LEFT + slot * (g + 0.5)
+        lines = _wrap(label, max(6, int(slot / 6.5)))
+        parts.append(f'<text x="{x:.1f}" y="{H - BOTTOM + 14}" text-anchor="middle" '
+                     'font-size="10">' + "".join(
+                         f'<tspan x="{x:.1f}" dy="{0 if i == 0 else 12}">{escape(t)}</tspan>'
+                         for i, t in enumerate(lines)) + "</text>")
     for i, s in enumerate(series):
         color = COLORS[i % len(COLORS)]
         for g, (y, e) in enumerate(zip(s["y"], s["err"])):
