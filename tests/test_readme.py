@@ -1,0 +1,42 @@
+"""The README is also the package's PyPI page, and its test command is what CI runs.
+
+On PyPI a relative link leads nowhere, so files are named as text (`path`), never linked; images
+are the one exception (they render from a checkout and on the repository's page), and each must
+exist and carry alt text, which is what PyPI shows in its place.
+"""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def test_no_relative_links_only_images():
+    relative = [m.group(0) for m in LINK.finditer(README)
+                if not m.group(1) and not m.group(3).startswith(("http://", "https://", "#"))]
+    assert not relative, relative
+
+
+def test_images_exist_and_have_alt_text():
+    images = [(m.group(2), m.group(3)) for m in LINK.finditer(README) if m.group(1)]
+    assert images
+    for alt, target in images:
+        assert alt.strip(), target
+        assert target.startswith(("http://", "https://")) or (ROOT / target).is_file(), target
+
+
+def test_files_named_in_the_readme_exist():
+    """Paths written as code (`benchmarks/results/x.json`) must be real files of the checkout."""
+    named = set(re.findall(r"`((?:benchmarks|tutorial|notebooks|tests|minielectra)/[\w./-]+\.\w+)`",
+                           README))
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert not missing, missing
+
+
+def test_ci_runs_the_readme_test_command():
+    command = "python -m pytest -q --nbval tests notebooks"
+    assert f"```bash\n{command}\n```" in README
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == command
