@@ -45,6 +45,7 @@ def test_each_lesson_follows_the_template(name):
     setup = "".join(code[0]["source"])
     assert "torch.manual_seed" in setup and "torch.set_num_threads" in setup, name
     assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), name
+    assert "widgets" not in nb["metadata"], f"{name}: saved widget state (megabytes)"
     for c in code:
         source, kinds = "".join(c["source"]), {k for o in c["outputs"] for k in o.get("data", {})}
         if "NBVAL_IGNORE_OUTPUT" not in source:  # compared by nbval: plain text only
