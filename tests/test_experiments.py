@@ -61,8 +61,29 @@ def test_efficiency_budgets_and_shared_run_directories(tiny):
     t5 = runner.plan("table5", budget=40, **tiny)
     shared = {s.cfg.train.out_dir for s in eff} & {s.cfg.train.out_dir for s in t5}
     assert len(shared) == 2  # ELECTRA and MLM at the full budget are the same runs
-    sizes = runner.plan("generator-size", budget=40, **tiny)
-    assert {s.steps for s in sizes} == {40}  # equal steps, as the paper's figure
+
+
+def test_a_shared_run_is_reported_at_each_plans_budget(tiny, monkeypatch):
+    """efficiency at budget 40 reuses the 20-step runs of budget 20, at fraction 0.5, not 1."""
+    import minielectra.experiments.runs as runs
+    captured = {}
+
+    def fake_execute(spec, judge, **kw):  # a record written by the other plan
+        return {"arm": spec.arm, "seed": spec.seed, "budget": 1.0, "steps": spec.steps,
+                "probe_avg": 0.0, "finetune_avg": None, "train_seconds": 1.0}
+
+    def fake_report(exp, results, controls, **kw):
+        captured["results"] = results
+        return {"markdown": "", "files": [], "summary": []}
+
+    monkeypatch.setattr(runner, "execute", fake_execute)
+    monkeypatch.setattr(runner, "random_init", lambda *a, **k: {})
+    monkeypatch.setattr(runner, "write_report", fake_report)
+    specs = runner.plan("efficiency", budget=40, **tiny)
+    runner._run("efficiency", specs, runs.Judge(("sst2",)), out=tiny["out"], progress=False,
+                setup={})
+    budgets = {(r["arm"], r["steps"]): r["budget"] for r in captured["results"]}
+    assert budgets[("ELECTRA", 20)] == 0.5 and budgets[("ELECTRA", 40)] == 1.0
 
 
 # ---------------------------------------------------------------------------------- probe

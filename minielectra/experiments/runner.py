@@ -110,7 +110,8 @@ def _run(name: str, specs: list[RunSpec], judge: Judge, *, out: Path, progress: 
         if progress:
             print(f"[{name} {i}/{len(specs)}] {spec.arm}, seed {spec.seed}, budget "
                   f"{spec.budget:g} ({spec.steps} steps) -> {spec.cfg.train.out_dir}", flush=True)
-        r = execute(spec, judge, progress=progress)
+        # a run shared with another plan keeps its own record; its budget is this plan's
+        r = {**execute(spec, judge, progress=progress), "budget": spec.budget}
         results.append(r)
         if progress:
             print(f"    probe avg {r['probe_avg']:.2f}  fine-tune {r['finetune_avg']}  "
