@@ -132,6 +132,10 @@ def markdown(exp: Experiment, rows: list[dict], setup: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _finite(v) -> bool:
+    return v is not None and math.isfinite(v)
+
+
 def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
     """Plotly HTML and a static SVG of each figure."""
     import plotly.graph_objects as go
@@ -145,11 +149,15 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
                 ("probe_avg", "probe", "train_flops", "training FLOPs"),
                 ("probe_avg", "probe", "train_seconds", "training seconds"),
                 ("finetune_avg", "finetune", "train_flops", "training FLOPs")):
+            if all(math.isnan(r[key]) for r in trained):
+                continue  # e.g. no fine-tuning task
             label = "linear-probe average" if what == "probe" else "fine-tuning score"
             series = [{"name": arm, "x": [r[axis] for r in trained if r["arm"] == arm],
                        "y": [r[key] for r in trained if r["arm"] == arm],
                        "err": [r[key + "_sd"] for r in trained if r["arm"] == arm]}
                       for arm in arms]
+            if not any(_finite(y) for s in series for y in s["y"]):
+                continue  # e.g. no fine-tuning tasks were asked for: nothing to draw
             hline = ("random init", control[0][key]) if control else None
             fig = go.Figure([go.Scatter(x=s["x"], y=s["y"], name=s["name"], mode="lines+markers",
                                         error_y={"type": "data", "array": s["err"]})
@@ -166,7 +174,7 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
     metrics = [("probe_avg", "probe average")] + [
         (f"finetune_{t}", f"fine-tune {t}") for t in top[0]["finetune_tasks"]]
     series = [{"name": label, "y": [r[k] for r in top], "err": [r[k + "_sd"] for r in top]}
-              for k, label in metrics]
+              for k, label in metrics if not any(math.isnan(r[k]) for r in top)]
     groups = [r["arm"] for r in top]
     fig = go.Figure([go.Bar(x=groups, y=s["y"], name=s["name"],
                             error_y={"type": "data", "array": s["err"]}) for s in series])
