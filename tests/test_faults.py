@@ -510,12 +510,14 @@ def test_resume_falls_back_to_the_newest_intact_checkpoint(env, tmp_path, capsys
     assert_same_weights(run / "checkpoints" / "step_0000008", env.ckpt)  # redone from step 4
 
 
-def _wait_for(predicate, proc, seconds=300.0):
+def _wait_for(predicate, proc, log, seconds=300.0):
     deadline = time.monotonic() + seconds
     while not predicate():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            pytest.fail(f"the run ended or never started: {proc.communicate()[1][-2000:]}")
+            proc.wait()
+            log.seek(0)
+            pytest.fail(f"the run ended or never started: {log.read()[-2000:]}")
         time.sleep(0.2)
 
 
@@ -523,16 +525,28 @@ def _wait_for(predicate, proc, seconds=300.0):
 def test_a_second_run_is_refused_and_ctrl_c_saves_a_real_run(env, tmp_path, capsys):
     """Two processes: the first holds the run dir; Ctrl-C (a real SIGINT) stops it cleanly."""
     out = tmp_path / "run"
+    # stderr goes to a file: the progress bar of a long run would fill a pipe and block the
+    # child. SIGINT is reset to its default in the child: a shell that starts this test suite in
+    # the background (`cmd &` without job control) makes children ignore SIGINT, and Python then
+    # installs no KeyboardInterrupt handler at all.
+    log = open(tmp_path / "stderr.txt", "w+")
     proc = subprocess.Popen([sys.executable, "-m", "minielectra", "pretrain", *TINY,
                              "--max-steps", "100000", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ))
+                            stdout=subprocess.DEVNULL, stderr=log, text=True,
+                            env=dict(os.environ),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     metrics = out / "metrics.jsonl"
-    _wait_for(lambda: metrics.is_file() and metrics.read_text().count("\n") >= 2, proc)
+    _wait_for(lambda: metrics.is_file() and metrics.read_text().count("\n") >= 2, proc,
+              log=log)
     code, _, err = run_cli(capsys, "pretrain", *TINY, "--max-steps", "8", "--out", out)
     assert code == 2 and f"is in use by another run (pid {proc.pid} on " in err
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=300)
+    try:
+        proc.wait(timeout=300)
+    finally:
+        proc.kill()
+    log.seek(0)
+    err = log.read()
     assert proc.returncode == 130 and "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith("minielectra pretrain: interrupted at step ") and \
