@@ -167,62 +167,14 @@ def cmd_viz(args):
                    words=args.words, heldout_examples=args.heldout_examples)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="minielectra", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sets = dict(action="append", default=[], metavar="SECTION.KEY=VALUE",
-                help="override any config value, repeatable (default: none)")
+CKPT_HELP = ("the model to fine-tune (default: bundled, the packaged one): a checkpoint "
+             "dir (minielectra or transformers), a `pretrain --out` run dir "
+             "(its latest checkpoint), or 'bundled'")
 
-    p = sub.add_parser("prepare", help="stream a corpus into training shards (resumable)")
-    p.add_argument("--corpus", required=True,
-                   help="openwebtext, wikitext-103, pretrain-en, hf:NAME[:CONFIG], a path...")
-    p.add_argument("--tokenizer", default="bert-base-uncased",
-                   help="bert-base-uncased (the data dir's vocab), a vocab.txt or tokenizer dir")
-    p.add_argument("--out", required=True, help="where the shards go (run again to resume)")
-    p.add_argument("--max-seq-len", type=int, default=128, help="tokens per example")
-    p.add_argument("--held-out-fraction", type=float, default=0.02,
-                   help="share of documents held out for evaluation (chosen by hash)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the example builder")
-    p.add_argument("--workers", type=int, default=0, help="tokenising processes (0: all cores)")
-    p.set_defaults(func=cmd_prepare)
 
-    p = sub.add_parser("pretrain", help="pre-train an ELECTRA model")
-    p.add_argument("--preset", default="nano", help=f"one of {sorted(PRESETS)} (default nano)")
-    p.add_argument("--corpus", help="pydocs, pretrain-en, wikitext-2, hf:NAME[:CONFIG], a path"
-                   " (default: the preset's; nano: pydocs, built in)")
-    p.add_argument("--data", help="a `minielectra prepare --out` folder (replaces --corpus; "
-                   "default: none)")
-    p.add_argument("--out", help="run directory: checkpoints, metrics.jsonl, config.json "
-                   "(default: the preset's, runs/PRESET)")
-    p.add_argument("--max-steps", type=int, help="optimiser steps (default: the preset's)")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"],
-                   help="where to train (default: the preset's, auto: a GPU when there is one)")
-    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"],
-                   help="number format (default: fp32; bf16 for GPU presets on a GPU)")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--seed", type=int, help="seed of weights, data order and masking "
-                   "(default: the preset's, 0)")
-    p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
-    p.add_argument("--set", **sets)
-    p.set_defaults(func=cmd_pretrain)
-
-    p = sub.add_parser("evaluate", help="held-out discriminator and generator metrics (JSON)")
-    p.add_argument("--checkpoint", default="bundled", help="a checkpoint dir, or 'bundled'")
-    p.add_argument("--corpus", help="pydocs, a text file or folder, a corpus name (default: the "
-                   "checkpoint's own corpus; pydocs when that needs a data dir that is absent)")
-    p.add_argument("--split", choices=["heldout", "train", "all"], default="heldout",
-                   help="which documents of the corpus: the held-out ones, the training ones, "
-                   "or all (text the model never saw: --corpus FILE --split all)")
-    p.add_argument("--max-examples", type=int,
-                   help="evenly spaced examples of the split (default: all of them)")
-    p.set_defaults(func=cmd_evaluate)
-
-    ckpt_help = ("the model to fine-tune (default: bundled, the packaged one): a checkpoint "
-                 "dir (minielectra or transformers), a `pretrain --out` run dir "
-                 "(its latest checkpoint), or 'bundled'")
+def _add_finetune(sub, sets: dict) -> None:
     p = sub.add_parser("finetune", help="fine-tune on a GLUE task or your own data (JSON)")
-    p.add_argument("--checkpoint", help=ckpt_help)
+    p.add_argument("--checkpoint", help=CKPT_HELP)
     p.add_argument("--task", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, or a hub "
                    "dataset hf:NAME[:CONFIG] (default: none; or give --train and --dev)")
     p.add_argument("--train", metavar="FILE", help="your training data: .csv, .tsv or .jsonl "
@@ -244,8 +196,60 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_finetune)
 
+
+def _add_prepare(sub) -> None:
+    p = sub.add_parser("prepare", help="stream a corpus into training shards (resumable)")
+    p.add_argument("--corpus", required=True,
+                   help="openwebtext, wikitext-103, pretrain-en, hf:NAME[:CONFIG], a path...")
+    p.add_argument("--tokenizer", default="bert-base-uncased",
+                   help="bert-base-uncased (the data dir's vocab), a vocab.txt or tokenizer dir")
+    p.add_argument("--out", required=True, help="where the shards go (run again to resume)")
+    p.add_argument("--max-seq-len", type=int, default=128, help="tokens per example")
+    p.add_argument("--held-out-fraction", type=float, default=0.02,
+                   help="share of documents held out for evaluation (chosen by hash)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the example builder")
+    p.add_argument("--workers", type=int, default=0, help="tokenising processes (0: all cores)")
+    p.set_defaults(func=cmd_prepare)
+
+
+def _add_pretrain(sub, sets: dict) -> None:
+    p = sub.add_parser("pretrain", help="pre-train an ELECTRA model")
+    p.add_argument("--preset", default="nano", help=f"one of {sorted(PRESETS)} (default nano)")
+    p.add_argument("--corpus", help="pydocs, pretrain-en, wikitext-2, hf:NAME[:CONFIG], a path"
+                   " (default: the preset's; nano: pydocs, built in)")
+    p.add_argument("--data", help="a `minielectra prepare --out` folder (replaces --corpus; "
+                   "default: none)")
+    p.add_argument("--out", help="run directory: checkpoints, metrics.jsonl, config.json "
+                   "(default: the preset's, runs/PRESET)")
+    p.add_argument("--max-steps", type=int, help="optimiser steps (default: the preset's)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"],
+                   help="where to train (default: the preset's, auto: a GPU when there is one)")
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"],
+                   help="number format (default: fp32; bf16 for GPU presets on a GPU)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--seed", type=int, help="seed of weights, data order and masking "
+                   "(default: the preset's, 0)")
+    p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    p.add_argument("--set", **sets)
+    p.set_defaults(func=cmd_pretrain)
+
+
+def _add_evaluate(sub) -> None:
+    p = sub.add_parser("evaluate", help="held-out discriminator and generator metrics (JSON)")
+    p.add_argument("--checkpoint", default="bundled", help="a checkpoint dir, or 'bundled'")
+    p.add_argument("--corpus", help="pydocs, a text file or folder, a corpus name (default: the "
+                   "checkpoint's own corpus; pydocs when that needs a data dir that is absent)")
+    p.add_argument("--split", choices=["heldout", "train", "all"], default="heldout",
+                   help="which documents of the corpus: the held-out ones, the training ones, "
+                   "or all (text the model never saw: --corpus FILE --split all)")
+    p.add_argument("--max-examples", type=int,
+                   help="evenly spaced examples of the split (default: all of them)")
+    p.set_defaults(func=cmd_evaluate)
+
+
+def _add_glue(sub, sets: dict) -> None:
     p = sub.add_parser("glue", help="fine-tune on several GLUE tasks, paper-style table")
-    p.add_argument("--checkpoint", help=ckpt_help)
+    p.add_argument("--checkpoint", help=CKPT_HELP)
     p.add_argument("--tasks", nargs="+", help="GLUE tasks (default: the 8 of the GLUE score)")
     p.add_argument("--seed", type=int, default=0, help="the first run's seed (then +1, +2...)")
     p.add_argument("--seeds", type=int, default=1, help="runs per task; the median is the score")
@@ -258,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_glue)
 
+
+def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="score sentences or pairs with a fine-tuned model (JSON)")
     p.add_argument("--model", required=True, help="a `minielectra finetune --out` directory")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B)")
@@ -265,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "arguments)")
     p.set_defaults(func=cmd_predict)
 
+
+def _add_convert(sub) -> None:
     p = sub.add_parser("convert", help="convert to or from transformers' ELECTRA format")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--from-hf", metavar="SRC", help="a transformers ELECTRA directory")
@@ -274,6 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DST", help="the converted directory")
     p.set_defaults(func=cmd_convert)
 
+
+def _add_experiment(sub, sets: dict) -> None:
     p = sub.add_parser("experiment", help="one of the paper's experiments: runs, table, figures")
     p.add_argument("name", help="efficiency, table5, generator-size, tying, alectra, procedures")
     p.add_argument("--budget", type=int, help="steps of the reference ELECTRA at the largest "
@@ -291,11 +301,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_experiment)
 
+
+def _add_lessons(sub) -> None:
     p = sub.add_parser("lessons", help="copy the course's notebooks into DIR")
     p.add_argument("directory", metavar="DIR", help="where the notebooks go")
     p.add_argument("--force", action="store_true", help="overwrite lesson files already in DIR")
     p.set_defaults(func=cmd_lessons)
 
+
+def _add_viz(sub) -> None:
     p = sub.add_parser(
         "viz", help="per-token views of the discriminator (HTML page or JSON records)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -333,6 +347,24 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print the records instead: one per "
                    "word piece (token, original, replaced, p_replaced, top_k, masked...)")
     p.set_defaults(func=cmd_viz)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="minielectra", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sets = dict(action="append", default=[], metavar="SECTION.KEY=VALUE",
+                help="override any config value, repeatable (default: none)")
+    _add_prepare(sub)
+    _add_pretrain(sub, sets)
+    _add_evaluate(sub)
+    _add_finetune(sub, sets)
+    _add_glue(sub, sets)
+    _add_predict(sub)
+    _add_convert(sub)
+    _add_experiment(sub, sets)
+    _add_lessons(sub)
+    _add_viz(sub)
     return finish_help(parser)
 
 
