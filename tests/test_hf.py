@@ -258,3 +258,11 @@ def test_vocab_travels_and_sets_special_ids(tmp_path):
 def test_hf_module_does_not_import_transformers():
     code = "import sys, minielectra.model.hf; assert 'transformers' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_shared_layers_are_refused_not_exported_as_one_layer(tmp_path):
+    cfg = ModelConfig(vocab_size=50, embedding_size=8, hidden_size=16, num_layers=3, num_heads=2,
+                      intermediate_size=32, max_position_embeddings=16, share_layers=True)
+    with pytest.raises(ValueError, match="share_layers"):
+        hf.export(Electra(cfg), tmp_path / "hf")
+    assert not (tmp_path / "hf").exists()

@@ -315,7 +315,16 @@ def load(path: str | Path, model_class: type[nn.Module], *,
 
 def export(model: nn.Module, path: str | Path) -> Path:
     """Write ``path/discriminator/`` and ``path/generator/`` that transformers loads as
-    ``ElectraForPreTraining`` and ``ElectraForMaskedLM`` (atomically, replacing ``path``)."""
+    ``ElectraForPreTraining`` and ``ElectraForMaskedLM`` (atomically, replacing ``path``).
+
+    transformers' ELECTRA has one weight set per layer: a model with ``share_layers`` (ALECTRA)
+    is refused rather than written as a one-layer model. An MLM-objective model's own MLM head
+    (``disc_mlm``) has no place in these two architectures; its encoder is exported as the
+    discriminator's, which is what fine-tuning uses."""
+    if model.config.share_layers:
+        raise ValueError("model.share_layers=true (ALECTRA) has no transformers ELECTRA "
+                         "equivalent (one weight set per layer there); keep it in minielectra's "
+                         "format")
     path = Path(path)
     with atomic_dir(path) as tmp:
         for role, cfg in (("discriminator", model.config), ("generator", model.config.generator())):
