@@ -2,7 +2,6 @@
 probe against scikit-learn's ridge, the report's tables, and a tiny run of every experiment."""
 
 import json
-import random
 
 import numpy as np
 import pytest
@@ -13,8 +12,6 @@ from minielectra.experiments import probe, report, runner, svg
 from minielectra.experiments.specs import EXPERIMENTS
 from minielectra.objectives.flops import train_flops_per_step
 
-WORDS = ("the cat dog sat on mat ran far away quick brown fox jumps over lazy river tree "
-         "house green blue red small big old new day night sun moon star sky").split()
 
 TINY = ["data.vocab_size=64", "data.max_seq_len=16", "data.held_out_fraction=0.2",
         "data.num_workers=1", "model.embedding_size=8", "model.hidden_size=16",
@@ -24,13 +21,8 @@ TINY = ["data.vocab_size=64", "data.max_seq_len=16", "data.held_out_fraction=0.2
 
 
 @pytest.fixture(scope="module")
-def corpus_file(tmp_path_factory):
-    rng = random.Random(0)
-    docs = ["\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 12)))
-                      for _ in range(rng.randint(3, 6))) for _ in range(40)]
-    path = tmp_path_factory.mktemp("corpus") / "tiny.txt"
-    path.write_text("\n\n".join(docs) + "\n")
-    return path
+def corpus_file(tmp_path_factory, write_tiny_corpus):
+    return write_tiny_corpus(tmp_path_factory.mktemp("corpus") / "tiny.txt")
 
 
 @pytest.fixture

@@ -25,20 +25,10 @@ from minielectra.training.step import TrainingDiverged, train_step
 
 # ------------------------------------------------------------------- tiny end-to-end runs
 
-WORDS = ("the cat dog sat on mat ran far away quick brown fox jumps over lazy river tree "
-         "house green blue red small big old new day night sun moon star sky").split()
-
-
 @pytest.fixture(scope="module")
-def corpus_file(tmp_path_factory) -> Path:
+def corpus_file(tmp_path_factory, write_tiny_corpus) -> Path:
     """40 documents of 3-6 random 'sentences' in the official one-sentence-per-line format."""
-    import random
-    rng = random.Random(0)
-    docs = ["\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 12)))
-                      for _ in range(rng.randint(3, 6))) for _ in range(40)]
-    path = tmp_path_factory.mktemp("corpus") / "tiny.txt"
-    path.write_text("\n\n".join(docs) + "\n")
-    return path
+    return write_tiny_corpus(tmp_path_factory.mktemp("corpus") / "tiny.txt")
 
 
 @pytest.fixture(scope="module")
