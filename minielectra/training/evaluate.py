@@ -82,6 +82,24 @@ def heldout_batches(dataset, *, batch_size: int, max_examples: int | None = None
         yield {k: v.to(device) for k, v in batch.items()}
 
 
+def _count(n: dict, out, real: torch.Tensor, logits: torch.Tensor) -> None:
+    """Add one batch's counts to ``n`` (host reads are fine here: evaluation, not a step)."""
+    replaced = out.is_replaced[real]
+    pred = logits > 0  # P(replaced) > 0.5
+    w = out.masked.weights
+    tokens, masked = int(real.sum()), float(w.sum())
+    n["examples"] += len(real)
+    n["tokens"] += tokens
+    n["masked"] += masked
+    n["replaced"] += int(replaced.sum())
+    n["predicted"] += int(pred.sum())
+    n["true_pos"] += int((pred & replaced).sum())
+    n["correct"] += int((pred == replaced).sum())
+    n["gen_correct"] += float(((out.gen_logits.argmax(-1) == out.masked.targets) * w).sum())
+    n["gen_loss"] += float(out.gen_loss) * masked  # the batch means, re-weighted to a total
+    n["disc_loss"] += float(out.disc_loss) * tokens
+
+
 @torch.no_grad()
 def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *, seed: int = 0,
                    precision: str = "fp32") -> dict[str, Any]:
@@ -102,23 +120,11 @@ def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *
         with autocast(device, precision):
             out = model(batch["input_ids"], mask, batch["token_type_ids"], generator=rng)
         real = mask.bool()
-        logits, replaced = out.disc_logits.float()[real], out.is_replaced[real]  # (tokens,)
-        pred = logits > 0  # P(replaced) > 0.5
-        w = out.masked.weights
-        scores.append(logits.cpu())  # the logit ranks tokens as P(replaced) does
-        labels.append(replaced.cpu())
+        logits = out.disc_logits.float()[real]  # (tokens,); ranks tokens as P(replaced) does
+        scores.append(logits.cpu())
+        labels.append(out.is_replaced[real].cpu())
         text.append(~torch.isin(out.corrupted_ids[real], specials).cpu())
-        tokens, masked = int(real.sum()), float(w.sum())
-        n["examples"] += len(mask)
-        n["tokens"] += tokens
-        n["masked"] += masked
-        n["replaced"] += int(replaced.sum())
-        n["predicted"] += int(pred.sum())
-        n["true_pos"] += int((pred & replaced).sum())
-        n["correct"] += int((pred == replaced).sum())
-        n["gen_correct"] += float(((out.gen_logits.argmax(-1) == out.masked.targets) * w).sum())
-        n["gen_loss"] += float(out.gen_loss) * masked  # the batch means, re-weighted to a total
-        n["disc_loss"] += float(out.disc_loss) * tokens
+        _count(n, out, real, logits)
     model.train(was_training)
     if not n["tokens"]:
         raise ValueError("evaluation got no examples (is the held-out split empty?)")
