@@ -120,10 +120,17 @@ def test_equal_time_interpolates_in_log_time_and_never_extrapolates():
 
 def test_svg_charts_are_wellformed_xml():
     import xml.etree.ElementTree as ET
-    ET.fromstring(svg.line_chart([{"name": "a", "x": [1e9, 1e10], "y": [50, 60], "err": [1, 2]}],
-                                 title="t", xlabel="x", ylabel="y", logx=True))
-    ET.fromstring(svg.bar_chart(["g1", "g2"], [{"name": "s", "y": [50, 55], "err": [0, 1]}],
-                                title="t", ylabel="y"))
+    ns = "{http://www.w3.org/2000/svg}"
+    line = ET.fromstring(svg.line_chart(
+        [{"name": "a", "x": [1e9, 1e10], "y": [50, 60], "err": [1, 2]}],
+        title="t", xlabel="x", ylabel="y", logx=True))
+    assert line.tag == f"{ns}svg"
+    assert len(line.findall(f"{ns}polyline")) == 1 and len(line.findall(f"{ns}circle")) == 2
+    bars = ET.fromstring(svg.bar_chart(["g1", "g2"], [{"name": "s", "y": [50, 55], "err": [0, 1]}],
+                                       title="t", ylabel="y"))
+    assert bars.tag == f"{ns}svg"
+    # the background, the plot frame, one legend swatch and one bar per group
+    assert len(bars.findall(f"{ns}rect")) == 2 + 1 + 2
 
 
 # ----------------------------------------------------------------------- end to end, resumed

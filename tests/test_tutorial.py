@@ -66,9 +66,13 @@ def test_chapter_code_runs(path, monkeypatch, tmp_path):
                        str(tmp_path / "cache"))
     threads = torch.get_num_threads()
     namespace: dict = {"__name__": f"tutorial_{path.stem}"}
+    ran = 0
     try:
         for kind, _, code, line in blocks(path):
             if kind is None:
                 exec(compile(code, f"{path.name}:{line}", "exec"), namespace)
+                ran += 1
     finally:
         torch.set_num_threads(threads)
+    # Every chapter teaches with runnable code (a block that raised has failed the test above).
+    assert ran > 0, f"{path.name} has no runnable python block"
