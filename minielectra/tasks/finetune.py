@@ -32,9 +32,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..model import hf
 from ..model.electra import Electra
-from ..model.storage import resolve_bundled
 from ..data.tokenizer import WordPieceTokenizer
 from ..training.checkpoints import resolve_checkpoint
 from ..training.optim import AdamWeightDecay
@@ -171,11 +169,9 @@ def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: Finetun
 def resolve_pretrained(checkpoint: str | Path) -> Path:
     """The checkpoint directory behind ``checkpoint``: ``"bundled"``, a ``minielectra pretrain
     --out`` run directory (its latest checkpoint: the final one once the run is done), a
-    minielectra checkpoint directory, or a transformers ELECTRA directory."""
-    path = resolve_bundled(checkpoint)
-    # resolve_checkpoint recognises a checkpoint by its model.* file; a transformers directory
-    # may hold only pytorch_model.bin, so it is recognised by its config first.
-    return path if hf.is_hf_dir(path) else resolve_checkpoint(path)
+    minielectra checkpoint directory, or a transformers ELECTRA directory
+    (:func:`~minielectra.training.checkpoints.resolve_checkpoint`)."""
+    return resolve_checkpoint(checkpoint)
 
 
 def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:

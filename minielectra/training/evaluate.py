@@ -42,6 +42,9 @@ from .device import autocast
 log = logging.getLogger(__name__)
 
 
+RUN_CONFIG = "run_config.json"
+
+
 def roc_auc(scores, labels) -> float:
     """Exact ROC-AUC: the probability that a random positive outscores a random negative.
 
@@ -102,9 +105,11 @@ def _count(n: dict, out, real: torch.Tensor, logits: torch.Tensor) -> None:
 
 @torch.no_grad()
 def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *, seed: int = 0,
-                   precision: str = "fp32") -> dict[str, Any]:
+                   precision: str = "fp32", keep_tokens: bool = False) -> dict[str, Any]:
     """Corrupt ``batches`` with a generator seeded by ``seed`` and score the discriminator
-    (the MLM objectives have none: :func:`evaluate_mlm` scores their predictions instead)."""
+    (the MLM objectives have none: :func:`evaluate_mlm` scores their predictions instead).
+    ``keep_tokens`` adds every real token's ``token_logits``, ``token_replaced`` and
+    ``token_text`` (False for [CLS]/[SEP]) as arrays, for calibration and precision-recall."""
     if model.objective.name not in DISCRIMINATIVE:
         return evaluate_mlm(model, batches, seed=seed, precision=precision)
     was_training = model.training
@@ -130,7 +135,10 @@ def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *
         raise ValueError("evaluation got no examples (is the held-out split empty?)")
     scores_all, labels_all = torch.cat(scores).numpy(), torch.cat(labels).numpy()
     is_text = torch.cat(text).numpy()
+    tokens = ({"token_logits": scores_all, "token_replaced": labels_all, "token_text": is_text}
+              if keep_tokens else {})
     return {
+        **tokens,
         "disc_auc": roc_auc(scores_all, labels_all),
         "disc_auc_text": roc_auc(scores_all[is_text], labels_all[is_text]),
         "disc_accuracy": n["correct"] / n["tokens"],
@@ -196,18 +204,14 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     model = Electra.from_pretrained(path)
     if model.tokenizer is None:
         raise FileNotFoundError(f"{path}: the checkpoint has no vocab.txt to tokenize text with")
-    run_file = path / "run_config.json"
-    cfg = RunConfig.load(run_file) if run_file.is_file() else RunConfig()
-    if run_file.is_file():
+    cfg = run_config_for(path, model)
+    if (path / RUN_CONFIG).is_file():
         model.objective = cfg.objective
-    else:  # e.g. an imported transformers checkpoint: default data settings, its positions
-        cfg.data.max_seq_len = min(128, model.config.max_position_embeddings)
-        cfg.train.batch_size = 64
     batch_size = batch_size or cfg.train.batch_size
     seed = cfg.train.seed if seed is None else seed
     dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
                        "cpu" if device == "auto" else device)
-    spec, dataset = _dataset(cfg, model.tokenizer, corpus, split, progress)
+    spec, dataset = examples_for(cfg, model.tokenizer, corpus, split, progress)
     model.to(dev)
     batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
                               device=dev)
@@ -215,7 +219,20 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed, **result}
 
 
-def _dataset(cfg: RunConfig, tokenizer, corpus: str | None, split: str, progress: bool):
+def run_config_for(path: Path, model) -> RunConfig:
+    """The run config a checkpoint was trained with; for one without (e.g. an imported
+    transformers checkpoint) the defaults, at its positions (at most 128) and batch 64."""
+    run_file = path / RUN_CONFIG
+    if run_file.is_file():
+        return RunConfig.load(run_file)
+    cfg = RunConfig()
+    cfg.data.max_seq_len = min(128, model.config.max_position_embeddings)
+    cfg.train.batch_size = 64
+    return cfg
+
+
+def examples_for(cfg: RunConfig, tokenizer, corpus: str | None = None, split: str = "heldout",
+                 progress: bool = False):
     """(what was read, the examples): the run's own data (its ``prepare`` folder, or its corpus
     with its settings) unless ``corpus`` names another."""
     d = cfg.data

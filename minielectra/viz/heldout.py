@@ -26,70 +26,44 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from ..config import RunConfig
-from ..data.dataset import build_dataset
-from ..training.evaluate import heldout_batches, roc_auc
+from ..training.evaluate import (evaluate_model, examples_for, heldout_batches, roc_auc,
+                                  run_config_for)
 from .scoring import Checkpoint
 
 
-def _run_config(ckpt: Checkpoint) -> RunConfig:
-    """The checkpoint's run config; defaults for one without (e.g. a transformers import)."""
-    run_file = ckpt.path / "run_config.json"
-    if run_file.is_file():
-        return RunConfig.load(run_file)
-    cfg = RunConfig()  # as `minielectra evaluate` does for such a checkpoint
-    cfg.data.max_seq_len, cfg.train.batch_size = ckpt.window, 64
-    return cfg
-
-
 def heldout_dataset(ckpt: Checkpoint, *, corpus: str | None = None):
-    """The held-out split the checkpoint's run never trained on (or of ``corpus``)."""
-    cfg = _run_config(ckpt)
-    d = cfg.data
-    return build_dataset(corpus or d.corpus, ckpt.tokenizer, max_seq_len=d.max_seq_len,
-                         split="heldout", held_out_fraction=d.held_out_fraction,
-                         seed=cfg.train.seed, short_seq_prob=d.short_seq_prob,
-                         single_segment_prob=d.single_segment_prob, cache_dir=d.cache_dir,
-                         num_workers=d.num_workers, progress=False)
+    """The held-out split the checkpoint's run never trained on (or of ``corpus``), as
+    ``minielectra evaluate`` reads it."""
+    return examples_for(run_config_for(ckpt.path, ckpt.model), ckpt.tokenizer, corpus)[1]
 
 
-def heldout_text(ckpt: Checkpoint, *, index: int = 0, corpus: str | None = None) -> str:
+def heldout_text(ckpt: Checkpoint, *, index: int = 0, corpus: str | None = None,
+                 dataset=None) -> str:
     """Held-out example ``index`` as text (its two segments joined): a sentence the run never
     trained on, e.g. for :func:`.timeline.score_checkpoints`."""
-    dataset = heldout_dataset(ckpt, corpus=corpus)
+    dataset = heldout_dataset(ckpt, corpus=corpus) if dataset is None else dataset
     if not 0 <= index < len(dataset):
         raise ValueError(f"held-out example {index} does not exist ({len(dataset)} examples)")
     ids = np.asarray(dataset.input_ids[index][:int(dataset.lengths[index])])
     return ckpt.tokenizer.decode(ids, skip_special_tokens=True)
 
 
-@torch.no_grad()
 def heldout_scores(ckpt: Checkpoint, *, max_examples: int | None = 512,
-                   corpus: str | None = None, seed: int | None = None) -> dict:
+                   corpus: str | None = None, seed: int | None = None, dataset=None) -> dict:
     """Every real token of the held-out examples: ``p_replaced``, ``replaced`` (labels),
-    ``text`` (False for [CLS]/[SEP]) as arrays, plus ``auc``, ``examples`` and ``seed``."""
-    cfg = _run_config(ckpt)
+    ``text`` (False for [CLS]/[SEP]) as arrays, plus ``auc``, ``examples`` and ``seed``
+    (:func:`minielectra.training.evaluate.evaluate_model`'s tokens)."""
+    cfg = run_config_for(ckpt.path, ckpt.model)
     seed = cfg.train.seed if seed is None else seed
-    model = ckpt.model
-    batches = heldout_batches(heldout_dataset(ckpt, corpus=corpus),
-                              batch_size=cfg.train.batch_size, max_examples=max_examples)
-    rng = torch.Generator().manual_seed(seed)
-    specials = torch.tensor([model.config.cls_token_id, model.config.sep_token_id])
-    p, labels, text, examples = [], [], [], 0
-    for batch in batches:
-        out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
-                    generator=rng)
-        real = batch["attention_mask"].bool()
-        p.append(torch.sigmoid(out.disc_logits.float())[real])
-        labels.append(out.is_replaced[real])
-        text.append(~torch.isin(batch["input_ids"][real], specials))
-        examples += len(real)
-    if not examples:
+    dataset = heldout_dataset(ckpt, corpus=corpus) if dataset is None else dataset
+    if not len(dataset):
         raise ValueError(f"checkpoint {ckpt.name}: the held-out split is empty")
-    out = {"p_replaced": torch.cat(p).numpy(), "replaced": torch.cat(labels).numpy(),
-           "text": torch.cat(text).numpy()}
-    return {**out, "auc": roc_auc(out["p_replaced"], out["replaced"]), "examples": examples,
-            "seed": seed}
+    batches = heldout_batches(dataset, batch_size=cfg.train.batch_size,
+                              max_examples=max_examples)
+    r = evaluate_model(ckpt.model, batches, seed=seed, keep_tokens=True)
+    p = torch.sigmoid(torch.from_numpy(r["token_logits"]).float()).numpy()
+    return {"p_replaced": p, "replaced": r["token_replaced"], "text": r["token_text"],
+            "auc": roc_auc(p, r["token_replaced"]), "examples": r["examples"], "seed": seed}
 
 
 def calibration_bins(p, labels, *, bins: int = 10) -> dict[str, np.ndarray]:

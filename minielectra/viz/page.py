@@ -24,7 +24,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from ..training.checkpoints import list_checkpoints
-from .heldout import heldout_figure, heldout_scores, heldout_text
+from .heldout import heldout_dataset, heldout_figure, heldout_scores, heldout_text
 from .report import read_metrics, training_report
 from .scoring import load_checkpoint, score_text
 from .strip import learning_slider, outcome, token_strip
@@ -106,9 +106,10 @@ def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
     result = {"out": str(out), "records": len(metrics), "checkpoints": [s for s, _ in found]}
     if found:
         last = load_checkpoint(found[-1][1])
-        text = text if text is not None else heldout_text(last)
+        dataset = heldout_dataset(last) if text is None or heldout_examples else None
+        text = text if text is not None else heldout_text(last, dataset=dataset)
         result["text"] = text
-        frames = score_checkpoints(found, text, replace=replace, seed=seed)
+        frames = score_checkpoints(found, text, replace=replace, seed=seed, last=last)
         if len(frames) > 1:
             sections.append(("Learning over time", HOW_TO_READ["slider"], learning_slider(
                 frames, words=words, title=f"{name}: one sentence, {len(frames)} checkpoints")))
@@ -116,7 +117,7 @@ def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
             sections.append(("The last checkpoint on one sentence", HOW_TO_READ["strip"],
                              token_strip(frames[-1][1], words=words)))
         if heldout_examples:
-            s = heldout_scores(last, max_examples=heldout_examples)
+            s = heldout_scores(last, max_examples=heldout_examples, dataset=dataset)
             result["heldout_auc"] = s["auc"]
             sections.append(("Held-out calibration and precision-recall", HOW_TO_READ["heldout"],
                              heldout_figure(s["p_replaced"], s["replaced"], title=(

@@ -144,11 +144,11 @@ class LiveReport:
     def refresh(self) -> None:
         menu = self.figure.layout.updatemenus[0]
         x = list(X_AXES)[menu.active or 0]  # keep the axis the reader chose
-        new = training_report(self.records, x=x)
-        with self.figure.batch_update():
-            for shown, fresh in zip(self.figure.data, new.data):
-                shown.x, shown.y = fresh.x, fresh.y
-            self.figure.layout.updatemenus = new.layout.updatemenus
+        with self.figure.batch_update():  # new data only: the panels stay as they are
+            for shown, (_, kind, key, _) in zip(self.figure.data, SERIES):
+                shown.x, shown.y = series(self.records, kind, key, x)
+            self.figure.layout.updatemenus = _x_buttons(self.records)
+            self.figure.layout.updatemenus[0].active = list(X_AXES).index(x)
         self.last_draw = time.monotonic()
 
     def _ipython_display_(self):  # `live` as the last line of a cell shows the figure

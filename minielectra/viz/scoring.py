@@ -46,13 +46,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..config import RunConfig
 from ..data.tokenizer import WordPieceTokenizer
-from ..model import hf
 from ..model.electra import Electra
 from ..model.storage import resolve_bundled
 from ..objectives.compute import DISCRIMINATIVE
-from ..training.checkpoints import latest_checkpoint
+from ..training.checkpoints import resolve_checkpoint
+from ..training.evaluate import run_config_for
 
 # ------------------------------------------------------------------------ 1. the checkpoint
 
@@ -74,16 +73,9 @@ class Checkpoint:
 def checkpoint_path(spec: str | Path) -> Path:
     """``"bundled"``, a checkpoint directory (minielectra or transformers), or a run directory
     (its latest checkpoint) -> the directory to load."""
-    path = resolve_bundled(spec)
-    if not path.is_dir():
+    if not resolve_bundled(spec).is_dir():
         raise FileNotFoundError(f"checkpoint {spec}: no such directory")
-    if hf.is_hf_dir(path) or (path / "config.json").is_file() and any(path.glob("model.*")):
-        return path
-    latest = latest_checkpoint(path)  # a run directory also has a config.json, but no model
-    if latest is None:
-        raise FileNotFoundError(f"checkpoint {spec}: not a checkpoint directory (minielectra or "
-                                "transformers) nor a run directory with checkpoints/step_*")
-    return latest
+    return resolve_checkpoint(spec)
 
 
 def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
@@ -95,9 +87,7 @@ def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
                          "objective: it has no discriminator to show")
     if model.tokenizer is None:
         raise FileNotFoundError(f"checkpoint {spec}: no vocab.txt to tokenize text with")
-    run_file = path / "run_config.json"
-    window = (RunConfig.load(run_file).data.max_seq_len if run_file.is_file()
-              else min(128, model.config.max_position_embeddings))  # as `evaluate` does
+    window = run_config_for(path, model).data.max_seq_len  # as `evaluate` reads it
     return Checkpoint(model, path, window, str(spec))
 
 
@@ -157,15 +147,15 @@ class Corruption:
 
 @torch.no_grad()
 def sample_corruption(model: Electra, enc: Encoded, *, seed: int = 0) -> Corruption:
-    """Mask and sample exactly as ``model(...)`` does, with ``Generator().manual_seed(seed)``."""
+    """Mask and sample exactly as ``model(...)`` does, with ``Generator().manual_seed(seed)``
+    (its steps 1-4, :meth:`Electra.corrupt`; :func:`score` then runs the discriminator once)."""
     rng = torch.Generator(device=enc.input_ids.device).manual_seed(seed)
-    out = model(enc.input_ids, enc.attention_mask, enc.token_type_ids, generator=rng)
-    m = out.masked
+    m, _, _, _, corrupted, is_replaced = model.corrupt(enc.input_ids, enc.attention_mask,
+                                                       enc.token_type_ids, generator=rng)
     # amax, not a plain scatter: with replacement, an unused slot may repeat a used position.
     masked = torch.zeros(enc.input_ids.shape).scatter_reduce(1, m.positions, m.weights,
                                                              reduce="amax") > 0
-    return Corruption(m.input_ids, out.corrupted_ids, out.is_replaced, masked,
-                      torch.zeros_like(masked))
+    return Corruption(m.input_ids, corrupted, is_replaced, masked, torch.zeros_like(masked))
 
 
 def word_id(tokenizer: WordPieceTokenizer, word: str) -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from ..training.checkpoints import list_checkpoints
-from .scoring import corrupt_text, load_checkpoint, records, score
+from .scoring import Checkpoint, corrupt_text, load_checkpoint, records, score
 from .strip import learning_slider
 
 
@@ -35,12 +35,14 @@ def run_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
 
 def score_checkpoints(checkpoints: list[tuple[int, Path]], text: str, *,
                       replace: dict[int, str] | None = None, seed: int = 0,
-                      top_k: int = 5) -> list[tuple[int, list[dict]]]:
+                      top_k: int = 5, last: Checkpoint | None = None
+                      ) -> list[tuple[int, list[dict]]]:
     """``[(step, records)]``: the text, corrupted once (by hand, or by the last checkpoint's
-    generator with ``seed``), scored by each checkpoint in turn."""
+    generator with ``seed``), scored by each checkpoint in turn. ``last``: the last checkpoint,
+    when the caller has it loaded already."""
     if not checkpoints:
         raise ValueError("score_checkpoints needs at least one checkpoint")
-    last = load_checkpoint(checkpoints[-1][1])
+    last = load_checkpoint(checkpoints[-1][1]) if last is None else last
     enc, corruption = corrupt_text(last, text, replace=replace, seed=seed)
     frames = []
     for step, path in checkpoints:
