@@ -128,6 +128,15 @@ class Generator(nn.Module):
         h = self.head_norm(F.gelu(self.head_dense(hidden)))  # (..., embedding_size)
         return h @ self.encoder.embeddings.word.weight.T + self.output_bias
 
+    def slot_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    token_type_ids: torch.Tensor | None, positions: torch.Tensor) -> torch.Tensor:
+        """Vocabulary logits at ``positions`` (b, p) only: ``(b, p, v)``. The output projection
+        is a small model's largest matmul; at the p masked slots (about 1/7 of the positions)
+        it costs a seventh."""
+        hidden = self.encoder(input_ids, attention_mask, token_type_ids)  # (b, n, d_g)
+        slots = positions[..., None].expand(-1, -1, hidden.shape[-1])
+        return self.mlm_logits(hidden.gather(1, slots))
+
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Logits over the vocabulary at every position: ``(b, n, v)``."""
@@ -185,13 +194,38 @@ class Discriminator(nn.Module):
         As in transformers, ``attention_mask=None`` attends to every position: pass the mask
         for padded batches.
         """
-        h = self.encoder(input_ids, attention_mask, token_type_ids)  # (b, n, d)
+        return self.head(self.encoder(input_ids, attention_mask, token_type_ids))
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """``(b, n, d)`` hidden states -> ``(b, n)`` logits of "replaced"."""
         return self.head_out(F.gelu(self.head_dense(h))).squeeze(-1)
 
 
 # ------------------------------------------------------------------------- 6. the objective
 
 MLM_OBJECTIVES = ("mlm", "replace-mlm", "all-tokens-mlm")  # those that need `disc_mlm`
+
+
+def masked_lm_loss(logits: torch.Tensor, masked: MaskedInputs) -> torch.Tensor:
+    """Cross-entropy ``(b, p, v)`` logits vs the originals, averaged over the used slots."""
+    token_ce = F.cross_entropy(logits.float().transpose(1, 2), masked.targets,
+                               reduction="none")  # (b, p)
+    return (token_ce * masked.weights).sum() / (masked.weights.sum() + 1e-6)
+
+
+@torch.no_grad()
+def masked_accuracy(logits: torch.Tensor, masked: MaskedInputs) -> torch.Tensor:
+    """The share of used slots where the argmax is the original token (detached)."""
+    w = masked.weights
+    return ((logits.argmax(-1) == masked.targets).float() * w).sum() / w.sum().clamp_min(1)
+
+
+def replaced_bce(logits: torch.Tensor, is_replaced: torch.Tensor,
+                 weights: torch.Tensor) -> torch.Tensor:
+    """The discriminator's binary cross-entropy, averaged with ``weights`` (1: a token counts)."""
+    token_bce = F.binary_cross_entropy_with_logits(logits.float(), is_replaced.float(),
+                                                   reduction="none")
+    return (token_bce * weights).sum() / (weights.sum() + 1e-6)
 
 
 @dataclass
@@ -254,10 +288,8 @@ class Electra(nn.Module):
             input_ids, attention_mask, token_type_ids, generator=generator)
 
         disc_logits = self.discriminator(corrupted, attention_mask, token_type_ids)  # (b, n)
-        weights = attention_mask.float()  # every real token, [CLS] and [SEP] included
-        token_bce = F.binary_cross_entropy_with_logits(disc_logits.float(), is_replaced.float(),
-                                                       reduction="none")
-        disc_loss = (token_bce * weights).sum() / (weights.sum() + 1e-6)
+        # Over every real token, [CLS] and [SEP] included: ELECTRA's efficiency.
+        disc_loss = replaced_bce(disc_logits, is_replaced, attention_mask.float())
 
         loss = obj.gen_weight * gen_loss + obj.disc_weight * disc_loss
         metrics = _metrics(gen_logits, masked, disc_logits, is_replaced, attention_mask)
@@ -271,14 +303,10 @@ class Electra(nn.Module):
         gen_logits (b, p, v), gen_loss, sampled (b, p), corrupted (b, n), is_replaced (b, n))``."""
         masked = mask_tokens(input_ids, attention_mask, self.config, self.objective,
                              generator=generator)
-        # The generator predicts the originals; vocabulary logits only at the p masked slots
-        # (about 1/7 of the positions), which saves most of the output projection's cost.
-        gen_hidden = self.generator.encoder(masked.input_ids, attention_mask, token_type_ids)
-        slots = masked.positions[..., None].expand(-1, -1, gen_hidden.shape[-1])
-        gen_logits = self.generator.mlm_logits(gen_hidden.gather(1, slots))  # (b, p, v)
-        token_ce = F.cross_entropy(gen_logits.float().transpose(1, 2), masked.targets,
-                                   reduction="none")  # (b, p)
-        gen_loss = (token_ce * masked.weights).sum() / (masked.weights.sum() + 1e-6)
+        # The generator predicts the originals, with vocabulary logits at the masked slots only.
+        gen_logits = self.generator.slot_logits(masked.input_ids, attention_mask, token_type_ids,
+                                                masked.positions)  # (b, p, v)
+        gen_loss = masked_lm_loss(gen_logits, masked)
 
         sampled = gumbel_max_sample(gen_logits, temperature=self.objective.temperature,
                                     generator=generator)
@@ -305,13 +333,12 @@ class Electra(nn.Module):
 def _metrics(gen_logits, masked, disc_logits, is_replaced, attention_mask) -> dict:
     """Detached scalar tensors (no host sync here; callers call ``float()`` when they log)."""
     w = masked.weights
-    gen_correct = (gen_logits.argmax(-1) == masked.targets).float()
     real = attention_mask.bool()
     pred = disc_logits > 0
     tp = (pred & is_replaced).sum().float()
     n_real = real.sum().float().clamp_min(1)
     return {
-        "gen_accuracy": (gen_correct * w).sum() / w.sum().clamp_min(1),
+        "gen_accuracy": masked_accuracy(gen_logits, masked),
         "disc_accuracy": ((pred == is_replaced) & real).sum() / n_real,
         "disc_precision": tp / (pred & real).sum().clamp_min(1),
         "disc_recall": tp / is_replaced.sum().clamp_min(1),

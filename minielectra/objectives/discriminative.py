@@ -23,8 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import ObjectiveConfig
-from ..model.electra import ElectraOutput
-from .masked_lm import gen_accuracy
+from ..model.electra import ElectraOutput, masked_accuracy, replaced_bce
 
 
 def electra_15(model, input_ids, attention_mask, token_type_ids=None, *,
@@ -33,9 +32,8 @@ def electra_15(model, input_ids, attention_mask, token_type_ids=None, *,
     out = model(input_ids, attention_mask, token_type_ids, generator=generator)
     w = out.masked.weights  # (b, p)
     logits = out.disc_logits.gather(1, out.masked.positions).float()  # (b, p)
-    labels = out.is_replaced.gather(1, out.masked.positions).float()
-    token_bce = F.binary_cross_entropy_with_logits(logits, labels, reduction="none")
-    out.disc_loss = (token_bce * w).sum() / (w.sum() + 1e-6)
+    labels = out.is_replaced.gather(1, out.masked.positions)
+    out.disc_loss = replaced_bce(logits, labels, w)
     obj = model.objective
     out.loss = obj.gen_weight * out.gen_loss + obj.disc_weight * out.disc_loss
     return out
@@ -58,7 +56,7 @@ def two_stage(model, input_ids, attention_mask, token_type_ids=None, *,
         masked, gen_logits, gen_loss, *_ = model.corrupt(input_ids, attention_mask,
                                                          token_type_ids, generator=generator)
         zero = gen_loss.new_zeros(())
-        metrics = {"gen_accuracy": gen_accuracy(gen_logits, masked), "stage": zero + 1}
+        metrics = {"gen_accuracy": masked_accuracy(gen_logits, masked), "stage": zero + 1}
         return ElectraOutput(obj.gen_weight * gen_loss, gen_loss, zero, metrics, masked=masked,
                              gen_logits=gen_logits)
     if step == switch:
@@ -68,11 +66,8 @@ def two_stage(model, input_ids, attention_mask, token_type_ids=None, *,
         masked, gen_logits, gen_loss, sampled, corrupted, is_replaced = model.corrupt(
             input_ids, attention_mask, token_type_ids, generator=generator)
     disc_logits = model.discriminator(corrupted, attention_mask, token_type_ids)  # (b, n)
-    w = attention_mask.float()
-    bce = F.binary_cross_entropy_with_logits(disc_logits.float(), is_replaced.float(),
-                                             reduction="none")
-    disc_loss = (bce * w).sum() / (w.sum() + 1e-6)
-    metrics = {"gen_accuracy": gen_accuracy(gen_logits, masked), "stage": gen_loss.new_ones(()) * 2,
+    disc_loss = replaced_bce(disc_logits, is_replaced, attention_mask.float())
+    metrics = {"gen_accuracy": masked_accuracy(gen_logits, masked), "stage": gen_loss.new_ones(()) * 2,
                "disc_accuracy": (((disc_logits > 0) == is_replaced) & attention_mask.bool()).sum()
                / attention_mask.sum().clamp_min(1)}
     return ElectraOutput(obj.disc_weight * disc_loss, gen_loss, disc_loss, metrics, corrupted,

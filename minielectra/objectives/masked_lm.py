@@ -28,7 +28,8 @@ import torch
 import torch.nn.functional as F
 
 from ..config import ObjectiveConfig
-from ..model.electra import ElectraOutput, Generator, MaskedInputs, mask_tokens
+from ..model.electra import (ElectraOutput, MaskedInputs, mask_tokens, masked_accuracy,
+                              masked_lm_loss)
 
 
 def bert_masking(model) -> ObjectiveConfig:
@@ -36,22 +37,9 @@ def bert_masking(model) -> ObjectiveConfig:
     return dataclasses.replace(model.objective, mask_token_prob=0.8, random_token_prob=0.1)
 
 
-def slot_logits(net: Generator, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                token_type_ids: torch.Tensor | None, positions: torch.Tensor) -> torch.Tensor:
-    """``net``'s vocabulary logits at ``positions`` (b, p) only: ``(b, p, v)``. The output
-    projection is the largest matmul of a small model; BERT, too, computes it at masked slots."""
-    hidden = net.encoder(input_ids, attention_mask, token_type_ids)  # (b, n, d)
-    slots = positions[..., None].expand(-1, -1, hidden.shape[-1])
-    return net.mlm_logits(hidden.gather(1, slots))
-
-
 def masked_ce(logits: torch.Tensor, masked: MaskedInputs) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy over the used slots, and the accuracy there (detached)."""
-    w = masked.weights  # (b, p)
-    token_ce = F.cross_entropy(logits.float().transpose(1, 2), masked.targets, reduction="none")
-    loss = (token_ce * w).sum() / (w.sum() + 1e-6)
-    correct = (logits.detach().argmax(-1) == masked.targets).float()
-    return loss, (correct * w).sum() / w.sum().clamp_min(1)
+    return masked_lm_loss(logits, masked), masked_accuracy(logits, masked)
 
 
 def _fractions(masked: MaskedInputs, attention_mask: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -63,8 +51,8 @@ def mlm(model, input_ids, attention_mask, token_type_ids=None, *,
     """BERT's masked LM on the encoder we keep (the baseline of paper Tables 1 and 5)."""
     masked = mask_tokens(input_ids, attention_mask, model.config, bert_masking(model),
                          generator=generator)
-    logits = slot_logits(model.disc_mlm, masked.input_ids, attention_mask, token_type_ids,
-                         masked.positions)  # (b, p, v)
+    logits = model.disc_mlm.slot_logits(masked.input_ids, attention_mask, token_type_ids,
+                                        masked.positions)  # (b, p, v)
     loss, accuracy = masked_ce(logits, masked)
     metrics = {"mlm_accuracy": accuracy, **_fractions(masked, attention_mask)}
     return ElectraOutput(loss, loss.new_zeros(()), loss, metrics, corrupted_ids=masked.input_ids,
@@ -77,14 +65,14 @@ def replace_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
     obj = model.objective
     masked, gen_logits, gen_loss, sampled, corrupted, is_replaced = model.corrupt(
         input_ids, attention_mask, token_type_ids, generator=generator)
-    logits = slot_logits(model.disc_mlm, corrupted, attention_mask, token_type_ids,
-                         masked.positions)  # (b, p, v): the originals, from the corrupted text
+    logits = model.disc_mlm.slot_logits(corrupted, attention_mask, token_type_ids,
+                                        masked.positions)  # (b, p, v): originals from corrupted
     loss, accuracy = masked_ce(logits, masked)
     # The generator keeps its usual MLM loss (weight gen_weight); the kept network's loss is a
     # cross-entropy like the generator's, so it gets weight 1, not ELECTRA's 50 (that weight
     # balances a binary loss against a 30k-way one).
     total = obj.gen_weight * gen_loss + loss
-    metrics = {"mlm_accuracy": accuracy, "gen_accuracy": gen_accuracy(gen_logits, masked),
+    metrics = {"mlm_accuracy": accuracy, "gen_accuracy": masked_accuracy(gen_logits, masked),
                "replaced_fraction": is_replaced.sum() / attention_mask.sum().clamp_min(1),
                **_fractions(masked, attention_mask)}
     return ElectraOutput(total, gen_loss, loss, metrics, corrupted, is_replaced, None, masked,
@@ -92,13 +80,17 @@ def replace_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
 
 
 def copy_log_prob(vocab_logits: torch.Tensor, gate_logits: torch.Tensor,
-                  input_ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+                  input_ids: torch.Tensor, targets: torch.Tensor, *,
+                  log_probs: torch.Tensor | None = None) -> torch.Tensor:
     """``log P(target)`` under the copy mechanism, ``(b, n)``.
 
     ``P = D * 1[target = input] + (1 - D) * softmax(vocab_logits)[target]`` with
     ``D = sigmoid(gate_logits)``, computed in log space: ``log(1 - D) = logsigmoid(-z)``.
+    ``log_probs``: ``vocab_logits``' log-softmax, when the caller has it already.
     """
-    log_softmax = vocab_logits.float().log_softmax(-1).gather(-1, targets[..., None])[..., 0]
+    if log_probs is None:
+        log_probs = vocab_logits.float().log_softmax(-1)  # (b, n, v)
+    log_softmax = log_probs.gather(-1, targets[..., None])[..., 0]
     from_softmax = F.logsigmoid(-gate_logits.float()) + log_softmax
     copied = F.logsigmoid(gate_logits.float())
     copied = copied.masked_fill(input_ids != targets, float("-inf"))  # nothing to copy
@@ -113,16 +105,18 @@ def all_tokens_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
         input_ids, attention_mask, token_type_ids, generator=generator)
     hidden = model.discriminator.encoder(corrupted, attention_mask, token_type_ids)  # (b, n, d)
     vocab_logits = model.disc_mlm.mlm_logits(hidden)  # (b, n, v): every position this time
-    d = model.discriminator
     # The gate is the discriminator's own head: D(x_t) ~ P(original), the mirror of ELECTRA's.
-    gate_logits = d.head_out(F.gelu(d.head_dense(hidden))).squeeze(-1)  # (b, n)
-    log_p = copy_log_prob(vocab_logits, gate_logits, corrupted, input_ids)  # (b, n)
+    gate_logits = model.discriminator.head(hidden)  # (b, n)
+    # The step's largest tensor, (b, n, v) in float32: normalised once, for the loss and metrics.
+    log_probs = vocab_logits.float().log_softmax(-1)
+    log_p = copy_log_prob(vocab_logits, gate_logits, corrupted, input_ids,
+                          log_probs=log_probs)  # (b, n)
     w = attention_mask.float()  # every real token, as ELECTRA's discriminator loss
     loss = -(log_p * w).sum() / (w.sum() + 1e-6)
     with torch.no_grad():
         p_copy = torch.sigmoid(gate_logits.float())
-        p_token = p_copy * (corrupted == input_ids) + (1 - p_copy) * vocab_logits.float().softmax(
-            -1).gather(-1, corrupted[..., None])[..., 0]  # P(the input token) under the model
+        p_token = p_copy * (corrupted == input_ids) + (1 - p_copy) * log_probs.gather(
+            -1, corrupted[..., None])[..., 0].exp()  # P(the input token) under the model
         pred = torch.where(p_token > 0.5, corrupted, vocab_logits.argmax(-1))
         real = attention_mask.bool()
         slots = masked.weights.bool()
@@ -130,16 +124,9 @@ def all_tokens_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
     metrics = {"all_token_accuracy": ((pred == input_ids) & real).sum() / real.sum().clamp_min(1),
                "mlm_accuracy": ((pred_slots == masked.targets) & slots).sum()
                / slots.sum().clamp_min(1),
-               "gen_accuracy": gen_accuracy(gen_logits, masked),
+               "gen_accuracy": masked_accuracy(gen_logits, masked),
                "replaced_fraction": is_replaced.sum() / real.sum().clamp_min(1),
                **_fractions(masked, attention_mask)}
     total = obj.gen_weight * gen_loss + loss
     return ElectraOutput(total, gen_loss, loss, metrics, corrupted, is_replaced, -gate_logits,
                          masked, gen_logits, sampled)
-
-
-@torch.no_grad()
-def gen_accuracy(gen_logits: torch.Tensor, masked: MaskedInputs) -> torch.Tensor:
-    """The share of used masked slots where the argmax is the original token."""
-    w = masked.weights
-    return ((gen_logits.argmax(-1) == masked.targets).float() * w).sum() / w.sum().clamp_min(1)
