@@ -99,33 +99,32 @@ def prune_checkpoints(out_dir: str | Path, t: TrainConfig) -> list[Path]:
     return deleted
 
 
-def rng_state(sampler: torch.Generator) -> dict[str, Any]:
-    """Everything random in a step: dropout (global RNGs) and masking/sampling (``sampler``)."""
-    state = {"torch": torch.get_rng_state(), "sampler": sampler.get_state()}
+def rng_state() -> dict[str, Any]:
+    """The global RNGs. A step reseeds them per slice (``ranks.seed_slice``), so they matter
+    only to what runs between steps; checkpoints written before that also hold a "sampler"."""
+    state = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
-def set_rng_state(state: dict[str, Any], sampler: torch.Generator) -> None:
+def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
-    sampler.set_state(state["sampler"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def trainer_state(step: int, optimizer, scaler, sampler: torch.Generator,
-                  t: TrainConfig) -> dict[str, Any]:
+def trainer_state(step: int, optimizer, scaler, t: TrainConfig) -> dict[str, Any]:
     """What resuming needs besides the weights. The schedule is a function of the step, and the
     data position is the number of batches consumed (``batch_iterator(start=...)``)."""
     return {"step": step, "optimizer": optimizer.state_dict(),
             "scheduler": {"schedule": t.schedule, "step": step, "lr": lr_at(step, t)},
             "scaler": scaler.state_dict() if scaler is not None else None,
-            "rng": rng_state(sampler),
+            "rng": rng_state(),
             "data": {"batches_consumed": step * t.grad_accum, "seed": t.seed}}
 
 
-def restore_trainer_state(ckpt: Path, optimizer, scaler, sampler: torch.Generator) -> int:
+def restore_trainer_state(ckpt: Path, optimizer, scaler) -> int:
     """Load optimiser, scaler and RNG states from ``ckpt``; returns the step to continue from.
     The optimiser keeps this device's settings (fused on a GPU), see ``load_optimizer_state``."""
     try:
@@ -136,5 +135,5 @@ def restore_trainer_state(ckpt: Path, optimizer, scaler, sampler: torch.Generato
     load_optimizer_state(optimizer, state["optimizer"])
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
-    set_rng_state(state["rng"], sampler)
+    set_rng_state(state["rng"])
     return state["step"]

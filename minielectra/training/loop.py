@@ -72,9 +72,7 @@ class Run:
     def __init__(self, cfg: RunConfig, *, resume: bool, progress: bool,
                  on_record: Callable[[dict[str, Any]], None] | None = None,
                  ranks: Ranks = Ranks()):
-        self.start_time = time.perf_counter()
-        check_types(cfg)
-        cfg.validate()
+        self.start_time = time.perf_counter()  # cfg is checked already (pretrain)
         self.cfg, t = cfg, cfg.train
         self.ranks = ranks
         ranks.check(t.batch_size)
@@ -87,10 +85,9 @@ class Run:
         self.model, train_ds, heldout_ds = model_and_data(cfg, ckpt, self.device, progress)
         self.optimizer = build_optimizer(self.model, t, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
-        # Kept in checkpoints for their format; the step draws its masks from the global RNG,
-        # reseeded per slice (one compiled graph, rank-independent masks: see .ranks).
-        self.sampler = torch.Generator(device=self.device).manual_seed(t.seed + 1)
-        self.step = (restore_trainer_state(ckpt, self.optimizer, self.scaler, self.sampler)
+        # The step draws its masks from the global RNG, reseeded per slice (one compiled graph,
+        # rank-independent masks: see .ranks), so no generator of its own is kept.
+        self.step = (restore_trainer_state(ckpt, self.optimizer, self.scaler)
                      if ckpt is not None else 0)
         metrics_path, evaluated = None, set(range(self.step + 1))  # only rank 0 writes
         if ranks.main:
@@ -128,7 +125,7 @@ class Run:
         if not self.ranks.main:  # rank 0 writes; the others hold the same weights
             return checkpoint_dir(self.t.out_dir) / f"step_{self.step:07d}"
         with self.log.paused():
-            state = trainer_state(self.step, self.optimizer, self.scaler, self.sampler, self.t)
+            state = trainer_state(self.step, self.optimizer, self.scaler, self.t)
             path = save_checkpoint(out_dir=self.t.out_dir, step=self.step, model=self.model,
                                    cfg=self.cfg, state=state)
             prune_checkpoints(self.t.out_dir, self.t)
