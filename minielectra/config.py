@@ -119,9 +119,11 @@ class ObjectiveConfig:
         if self.mask_token_prob < 0 or self.random_token_prob < 0 or \
                 self.mask_token_prob + self.random_token_prob > 1:
             raise ValueError("objective.mask_token_prob + random_token_prob must lie in [0, 1]")
-        if self.mask_sampling not in ("without_replacement", "with_replacement"):
-            raise ValueError("objective.mask_sampling must be without_replacement|with_replacement,"
-                             f" got {self.mask_sampling!r}")
+        hints = typing.get_type_hints(ObjectiveConfig)
+        for key in ("name", "procedure", "mask_sampling"):  # checked once, not at every step
+            if getattr(self, key) not in (allowed := typing.get_args(hints[key])):
+                raise ValueError(f"objective.{key} must be {'|'.join(allowed)}, got "
+                                 f"{getattr(self, key)!r}")
         if self.temperature <= 0:
             raise ValueError(f"objective.temperature must be positive, got {self.temperature}")
         if self.procedure != "joint" and self.name != "electra":

@@ -14,7 +14,6 @@ import torch
 from ..model.electra import ElectraOutput
 from . import discriminative, masked_lm
 
-PROCEDURES = ("joint", "two-stage", "adversarial")
 # Objectives whose kept network is a replaced-token detector (held-out AUC makes sense for them).
 DISCRIMINATIVE = ("electra", "electra-15")
 
@@ -31,10 +30,7 @@ def compute(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None 
     two-stage training depends on where the run is)."""
     net = model  # the module to call for the default objective (DDP's forward syncs gradients)
     model = getattr(net, "module", net)  # torchrun: the Electra inside the DDP wrapper
-    obj = model.objective
-    if obj.name not in ("electra", *_OBJECTIVES) or obj.procedure not in PROCEDURES:
-        raise ValueError(f"unknown objective.name {obj.name!r} or objective.procedure "
-                         f"{obj.procedure!r}; valid: {['electra', *_OBJECTIVES]}, {PROCEDURES}")
+    obj = model.objective  # its name and procedure were checked once (ObjectiveConfig.validate)
     if attention_mask is None:
         attention_mask = input_ids != model.config.pad_token_id
     if obj.name == "electra" and obj.procedure == "joint":
