@@ -120,12 +120,10 @@ def _pydocs_corpus(cache_dir: Path, stats: ReadStats) -> Corpus:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         # A fresh isolated interpreter: imports' side effects (readline, printing, signal
-        # handlers) stay out of this process, and a local "random.py" cannot shadow the stdlib.
-        code = ("import importlib.util as u, sys; s = u.spec_from_file_location('_c', %r); "
-                "m = sys.modules['_c'] = u.module_from_spec(s); s.loader.exec_module(m); "
-                "m._collect_pydocs(%r)" % (pydocs.__file__, str(tmp)))
-        done = subprocess.run([sys.executable, "-I", "-c", code], timeout=300, text=True,
-                              stdin=subprocess.DEVNULL, capture_output=True)
+        # handlers) stay out of this process, and with -I neither the current directory nor
+        # pydocs.py's own folder is on sys.path, so no local "random.py" shadows the stdlib.
+        done = subprocess.run([sys.executable, "-I", pydocs.__file__, str(tmp)], timeout=300,
+                              text=True, stdin=subprocess.DEVNULL, capture_output=True)
         if done.returncode:
             raise RuntimeError(f"corpus pydocs: collecting docstrings failed:\n{done.stderr[-2000:]}")
         os.replace(tmp, path)

@@ -83,3 +83,7 @@ def _collect_pydocs(out_path: str) -> None:
                     paragraphs.extend(_docstring_paragraphs(doc))
             if paragraphs:
                 out.write("\n".join(paragraphs) + "\n\n")
+
+
+if __name__ == "__main__":  # what corpus.py runs, in a fresh `python -I`
+    _collect_pydocs(sys.argv[1])
