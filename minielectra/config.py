@@ -365,14 +365,14 @@ def preset(name: str) -> RunConfig:
 
 def apply_overrides(cfg: RunConfig, overrides: list[str]) -> RunConfig:
     """Apply ``section.key=value`` strings, type-checked against the dataclass field types."""
+    sections = sorted(f.name for f in dataclasses.fields(cfg) if dataclasses.is_dataclass(
+        getattr(cfg, f.name)))
+    keys = [f"{s}.{f.name}" for s in sections for f in dataclasses.fields(getattr(cfg, s))]
     for item in overrides:
         if "=" not in item:
             raise ValueError(f"override {item!r} is not of the form section.key=value")
         key, raw = item.split("=", 1)
         section_name, _, name = key.strip().partition(".")
-        sections = sorted(f.name for f in dataclasses.fields(cfg) if dataclasses.is_dataclass(
-            getattr(cfg, f.name)))
-        keys = [f"{s}.{f.name}" for s in sections for f in dataclasses.fields(getattr(cfg, s))]
         if key.strip() not in keys:  # "did you mean" the nearest keys
             raise unknown_key(key.strip(), keys)
         section = getattr(cfg, section_name)
