@@ -264,11 +264,8 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
                     directory: Path, *, key: dict, workers: int, progress: bool) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     n = settings.max_seq_len
-    writers = [_NpyAppender(directory / "input_ids.npy", _id_dtype(tokenizer.vocab_size), (n,)),
-               _NpyAppender(directory / "token_type_ids.npy", np.uint8, (n,)),
-               _NpyAppender(directory / "lengths.npy", np.int32, ())]
     log.info("examples: building %s with %d worker(s) into %s", corpus.name, workers, directory)
-    start, chars, text_tokens, kept_tokens, documents = time.perf_counter(), 0, 0, 0, 0
+    start, documents = time.perf_counter(), 0
 
     def counted(docs):
         nonlocal documents
@@ -277,34 +274,53 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
             yield doc
 
     chunks = _chunks(counted(corpus.documents()), CHUNK_CHARS)
-    try:
-        with tqdm(desc=f"examples {corpus.name}", unit="char", unit_scale=True,
-                  disable=not progress) as bar:
-            for arrays, chunk_chars, chunk_tokens in _map_chunks(chunks, tokenizer, settings,
-                                                                 workers):
-                for writer, array in zip(writers, arrays):
-                    writer.append(array)
-                chars, text_tokens = chars + chunk_chars, text_tokens + chunk_tokens
-                kept_tokens += _text_tokens_in(*arrays)
-                bar.update(chunk_chars)
-    finally:
-        for writer in writers:
-            writer.close()
-    if writers[0].rows == 0:
+    with tqdm(desc=f"examples {corpus.name}", unit="char", unit_scale=True,
+              disable=not progress) as bar:
+        c = write_arrays(directory, _map_chunks(chunks, tokenizer, settings, workers),
+                         vocab_size=tokenizer.vocab_size, max_seq_len=n, on_chunk=bar.update)
+    if c["num_examples"] == 0:
         raise ValueError(_empty_message(corpus, documents, key["held_out_fraction"]))
     metadata = {
         "key": key, "corpus": corpus.name, "split": key["split"], "max_seq_len": n,
-        "vocab_size": tokenizer.vocab_size, "num_examples": writers[0].rows,
-        "num_documents": documents, "num_chars": chars, "text_tokens": text_tokens,
-        # tokens in examples, [CLS]/[SEP] included; text past max_len is dropped (official)
-        "example_tokens": int(np.load(directory / "lengths.npy", mmap_mode="r").sum()),
-        "kept_text_tokens": kept_tokens,  # text tokens that made it into an example
+        "vocab_size": tokenizer.vocab_size, "num_examples": c["num_examples"],
+        "num_documents": documents, "num_chars": c["num_chars"],
+        "text_tokens": c["text_tokens"], "example_tokens": c["example_tokens"],
+        "kept_text_tokens": c["kept_text_tokens"],
         "seconds": round(time.perf_counter() - start, 3), "read_stats": corpus.stats.as_dict(),
         "sha256": sha256_sums(directory, ARRAYS)}  # checked before every reuse
     (directory / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
     log.info("examples: %d examples from %d documents (%.1f MB of text) in %.1f s",
-             metadata["num_examples"], documents, chars / 1e6, metadata["seconds"])
-    _warn_if_text_lost(corpus.name, kept_tokens, text_tokens, n)
+             metadata["num_examples"], documents, c["num_chars"] / 1e6, metadata["seconds"])
+    _warn_if_text_lost(corpus.name, c["kept_text_tokens"], c["text_tokens"], n)
+
+
+def write_arrays(directory: Path, results, *, vocab_size: int, max_seq_len: int,
+                 on_chunk=None) -> dict[str, int]:
+    """Append built chunks (``build_chunk``'s results) to ``directory``'s three ``.npy`` files;
+    returns what they hold: ``num_examples``, ``chunks``, ``num_chars``, ``text_tokens`` (of
+    the text), ``kept_text_tokens`` (those that made it into an example) and ``example_tokens``
+    ([CLS]/[SEP] included; text past max_len is dropped, as the official builder does)."""
+    n = max_seq_len
+    writers = [_NpyAppender(directory / "input_ids.npy", _id_dtype(vocab_size), (n,)),
+               _NpyAppender(directory / "token_type_ids.npy", np.uint8, (n,)),
+               _NpyAppender(directory / "lengths.npy", np.int32, ())]
+    c = dict.fromkeys(("chunks", "num_chars", "text_tokens", "kept_text_tokens",
+                       "example_tokens"), 0)
+    try:
+        for arrays, chunk_chars, chunk_tokens in results:
+            for writer, array in zip(writers, arrays):
+                writer.append(array)
+            c["chunks"] += 1
+            c["num_chars"] += chunk_chars
+            c["text_tokens"] += chunk_tokens
+            c["kept_text_tokens"] += _text_tokens_in(*arrays)
+            c["example_tokens"] += int(np.asarray(arrays[2], np.int64).sum())
+            if on_chunk is not None:
+                on_chunk(chunk_chars)
+    finally:
+        for writer in writers:
+            writer.close()
+    return {"num_examples": writers[0].rows, **c}
 
 
 def _text_tokens_in(input_ids: np.ndarray, token_type_ids: np.ndarray, lengths: np.ndarray) -> int:

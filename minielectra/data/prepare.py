@@ -34,8 +34,8 @@ from tqdm.auto import tqdm
 
 from .corpus import find_data_dir, open_corpus
 from .dataset import (CHUNK_CHARS, FORMAT_VERSION, PretrainingDataset, _chunks, _map_chunks,
-                      _NpyAppender, _text_tokens_in)
-from .examples import BuildSettings, _id_dtype
+                      write_arrays)
+from .examples import BuildSettings
 from .tokenizer import WordPieceTokenizer
 
 log = logging.getLogger(__name__)
@@ -89,24 +89,12 @@ def _write_shard(root: Path, index: int, results, *, first_chunk: int, tokenizer
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    writers = [_NpyAppender(tmp / "input_ids.npy", _id_dtype(tokenizer.vocab_size), (n,)),
-               _NpyAppender(tmp / "token_type_ids.npy", np.uint8, (n,)),
-               _NpyAppender(tmp / "lengths.npy", np.int32, ())]
-    chunks = chars = text_tokens = kept = 0
-    try:
-        for arrays, chunk_chars, chunk_tokens in results:
-            for writer, array in zip(writers, arrays):
-                writer.append(array)
-            chunks, chars = chunks + 1, chars + chunk_chars
-            text_tokens, kept = text_tokens + chunk_tokens, kept + _text_tokens_in(*arrays)
-    finally:
-        for writer in writers:
-            writer.close()
+    c = write_arrays(tmp, results, vocab_size=tokenizer.vocab_size, max_seq_len=n)
     meta = {"split": split, "corpus": f"shard {index} of {split}", "max_seq_len": n,
-            "vocab_size": tokenizer.vocab_size, "num_examples": writers[0].rows,
-            "first_chunk": first_chunk, "chunks": chunks, "num_chars": chars,
-            "text_tokens": text_tokens, "kept_text_tokens": kept,
-            "example_tokens": int(np.load(tmp / "lengths.npy").sum()),
+            "vocab_size": tokenizer.vocab_size, "num_examples": c["num_examples"],
+            "first_chunk": first_chunk, "chunks": c["chunks"], "num_chars": c["num_chars"],
+            "text_tokens": c["text_tokens"], "kept_text_tokens": c["kept_text_tokens"],
+            "example_tokens": c["example_tokens"],
             "bytes": sum(f.stat().st_size for f in tmp.iterdir())}
     (tmp / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
     shutil.rmtree(final, ignore_errors=True)
