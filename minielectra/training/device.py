@@ -8,6 +8,7 @@ trains in fp32 throughout (``ELECTRA_REFERENCE.md`` section 1); mixed precision 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 
 import torch
 
@@ -38,3 +39,32 @@ def autocast(device: torch.device, precision: str):
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return torch.autocast(device.type, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """Where a lesson (or any short run) computes: the device, its number format, and one line
+    saying so. ``overrides`` are the ``--set`` strings that put a :class:`RunConfig` there."""
+
+    device: torch.device
+    precision: str  # fp32 | bf16 | fp16 (fp16 trains with a gradient scaler)
+    summary: str
+
+    @property
+    def overrides(self) -> list[str]:
+        return [f"train.device={self.device.type}", f"train.precision={self.precision}"]
+
+
+def choose_device(prefer: str = "auto") -> DeviceChoice:
+    """CUDA when present (bf16 where the GPU supports it, else fp16 with the scaler), else the
+    CPU in fp32. ``prefer="cpu"`` forces the CPU: the course's committed outputs are the CPU's."""
+    if prefer not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"prefer must be auto|cpu|cuda, got {prefer!r}")
+    if prefer == "cpu" or not torch.cuda.is_available():
+        if prefer == "cuda":
+            raise RuntimeError("prefer='cuda' but no CUDA GPU is available")
+        return DeviceChoice(torch.device("cpu"), "fp32",
+                            f"CPU, fp32, {torch.get_num_threads()} threads")
+    precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    name = torch.cuda.get_device_name(0)
+    return DeviceChoice(torch.device("cuda"), precision, f"GPU ({name}), {precision} autocast")
