@@ -25,6 +25,7 @@ import shlex
 import sys
 
 from .config import PRESETS, apply_overrides, preset
+from .safeio import refuse_overwrite, sigterm_raises
 from .usage import USER_ERRORS, error_line, finish_help, next_commands
 
 # What the GPU presets add on a machine with a CUDA GPU, unless the command line sets these keys:
@@ -152,6 +153,8 @@ def cmd_viz(args):
     from .viz.page import viz_run, viz_text
     from .viz.scoring import parse_replacements
     replace = parse_replacements(args.replace)
+    if args.out is not None:  # before any work; the page replaces a link, never its target
+        refuse_overwrite(args.out, force=args.force)
     if args.run is None:
         if args.text is None:
             raise ValueError('give --text "a sentence" (or --run DIR for a run\'s report)')
@@ -300,8 +303,9 @@ def _add_experiment(sub, sets: dict) -> None:
 
 
 def _add_lessons(sub) -> None:
-    p = sub.add_parser("lessons", help="copy the course's notebooks into DIR")
-    p.add_argument("directory", metavar="DIR", help="where the notebooks go")
+    p = sub.add_parser("lessons", help="copy the course's notebooks and tutorial into DIR")
+    p.add_argument("directory", metavar="DIR",
+                   help="where the course goes (as DIR/notebooks and DIR/tutorial)")
     p.add_argument("--force", action="store_true", help="overwrite lesson files already in DIR")
     p.set_defaults(func=cmd_lessons)
 
@@ -338,6 +342,7 @@ def _add_viz(sub) -> None:
     p.add_argument("--heldout-examples", type=int, default=512, metavar="N",
                    help="with --run: held-out examples for calibration and precision-recall "
                         "(default 512; 0: skip)")
+    p.add_argument("--force", action="store_true", help="with --out: replace an existing FILE")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--out", metavar="FILE.html", help="write a standalone page (opens offline; "
                    "default: none, one of --out or --json is needed)")
@@ -371,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        result = args.func(args)
+        with sigterm_raises():  # SIGTERM (schedulers, kill) takes Ctrl-C's clean-up path
+            result = args.func(args)
     except KeyboardInterrupt as e:  # Ctrl-C: a line, and 130 (128 + SIGINT) as shells expect
         if getattr(e, "checkpoint", None) is not None:
             again = argv + ([] if "--resume" in argv else ["--resume"])
@@ -379,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{shlex.join(['minielectra', *again])}", file=sys.stderr)
         else:
             print(f"minielectra {args.command}: {str(e) or 'interrupted'}", file=sys.stderr)
-        return 130
+        return getattr(e, "exit_code", 130)  # 143 (128 + SIGTERM) for SIGTERM
     except USER_ERRORS as e:
         if args.verbose:
             raise

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from .names import unknown_key
 from .presets import PRESETS
+from .safeio import read_json, write_file
 
 Tying = Literal["none", "embeddings", "all"]
 Objective = Literal["electra", "mlm", "electra-15", "replace-mlm", "all-tokens-mlm"]
@@ -79,6 +80,11 @@ class ModelConfig:
                      "intermediate_size", "max_position_embeddings", "type_vocab_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"model.{name} must be positive, got {getattr(self, name)}")
+        if not 0 < self.layer_norm_eps < 1:  # <= 0: a division by zero, NaN at the first step
+            raise ValueError(f"model.layer_norm_eps must be in (0, 1), got {self.layer_norm_eps}")
+        if not 0 <= self.initializer_range < float("inf"):
+            raise ValueError(f"model.initializer_range must be >= 0, got "
+                             f"{self.initializer_range}")
         for cfg, who in ((self, "discriminator"), (self.generator(), "generator")):
             if cfg.hidden_size % cfg.num_heads:
                 raise ValueError(f"{who} hidden_size {cfg.hidden_size} is not divisible by "
@@ -256,19 +262,23 @@ class RunConfig:
         return _from_dict(cls, d, prefix="")
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        write_file(path, json.dumps(self.to_dict(), indent=2) + "\n")  # never through a link
 
     @classmethod
     def load(cls, path: str | Path) -> "RunConfig":
+        d = read_json(path)  # not UTF-8, not JSON, not an object: refused, naming the file
         try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from None
+            return cls.from_dict(d)
+        except (KeyError, ValueError) as e:  # name the file as well as the key
+            raise type(e)(f"{path}: {e.args[0] if e.args else e}") from None
 
 
 def _from_dict(cls, d: dict[str, Any], prefix: str):
     """Build dataclass ``cls`` from a dict, recursing into nested dataclasses; unknown keys fail."""
     hints = typing.get_type_hints(cls)
+    if not isinstance(d, dict):
+        raise ValueError(f"{prefix.rstrip('.') or 'the config'} must be a JSON object, got "
+                         f"{type(d).__name__}")
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = set(d) - names
     if unknown:
@@ -278,11 +288,30 @@ def _from_dict(cls, d: dict[str, Any], prefix: str):
     for k, v in d.items():
         if dataclasses.is_dataclass(hints[k]):
             kwargs[k] = _from_dict(hints[k], v, prefix + k + ".")
-        elif isinstance(v, list):
-            kwargs[k] = tuple(v)
+        elif not _fits(v, hints[k]):
+            raise ValueError(f"{prefix + k} expects {getattr(hints[k], '__name__', hints[k])}, "
+                             f"got {v!r}")
         else:
-            kwargs[k] = v
+            kwargs[k] = tuple(v) if isinstance(v, list) else v
     return cls(**kwargs)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a JSON value has the field's type (an int where a float belongs is fine)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if value is None:
+        return type(None) in args
+    if origin is Literal:
+        return value in args
+    if origin is tuple:
+        return isinstance(value, (list, tuple)) and all(_fits(v, args[0]) for v in value)
+    if args:  # X | None
+        return any(_fits(value, a) for a in args if a is not type(None))
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
 
 
 def preset(name: str) -> RunConfig:
@@ -344,6 +373,6 @@ def _parse(raw: str, hint: Any, key: str) -> Any:
             return float(raw)
         if hint is str:
             return raw.strip("'\"")
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: an int of inf, or 1e400
         raise ValueError(f"{key} expects {getattr(hint, '__name__', hint)}, got {raw!r}") from None
     raise TypeError(f"cannot parse {key} of type {hint}")

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ..safeio import remove_stale_builds
 from .corpus import default_cache_dir, open_corpus
 from .documents import Corpus
 from .examples import BuildSettings, _id_dtype, build_chunk
@@ -211,6 +212,7 @@ def build_dataset(corpus: "str | Corpus", tokenizer: WordPieceTokenizer, *, max_
     if cached is not None:
         return cached
     workers = num_workers or os.cpu_count() or 1
+    remove_stale_builds(directory.parent)  # a killed build's leftovers
     tmp = directory.with_name(f"{directory.name}.tmp{os.getpid()}")
     try:
         _write_examples(part, tokenizer, settings, tmp, key=key, workers=workers,

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..safeio import check_out_dir
 from .corpus import find_data_dir, open_corpus
 from .dataset import (CHUNK_CHARS, FORMAT_VERSION, PretrainingDataset, _chunks, _map_chunks,
                       write_arrays)
@@ -160,6 +161,7 @@ def prepare(corpus: str, *, out, tokenizer: str = "bert-base-uncased", max_seq_l
     """
     if max_seq_len < 5 or chunks_per_shard < 1:
         raise ValueError("max_seq_len must be >= 5 and chunks_per_shard >= 1")
+    check_out_dir(out)  # a file, or a folder that cannot be written: said before any work
     start = time.perf_counter()
     source = open_corpus(corpus, data_dir=data_dir, cache_dir=cache_dir)
     tok = load_tokenizer(tokenizer, data_dir=data_dir)

@@ -30,6 +30,7 @@ import tokenizers
 from tokenizers import (AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers,
                         trainers)
 
+from ..safeio import remove_stale_builds
 from .files import first_damaged, sha256_sums
 
 if TYPE_CHECKING:
@@ -331,6 +332,7 @@ def _train_cached(corpus: "Corpus", vocab_size: int, cache_dir: Path) -> WordPie
                                              vocab_size)
     except ValueError as e:
         raise ValueError(f"corpus {corpus.name!r}: {e}") from None
+    remove_stale_builds(directory.parent)  # a killed build's leftovers
     tmp = directory.with_name(f"{directory.name}.tmp{os.getpid()}")
     tokenizer.save(tmp)
     (tmp / TRAINED).write_text(json.dumps({"sha256": sha256_sums(tmp, ["vocab.txt"])}) + "\n")

@@ -33,6 +33,7 @@ from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig, _from_dict
 from . import hf
+from ..safeio import read_json
 from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, atomic_dir, check_finite,
                       check_state, load_tokenizer, resolve_bundled, verify_checksums,
                       write_checksums)
@@ -116,9 +117,9 @@ def _not_a_checkpoint(path: Path) -> CheckpointError:
 
 def _read_json(path: Path) -> dict:
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{path}: not valid JSON ({e})") from None
+        return read_json(path)
+    except ValueError as e:  # not UTF-8, not JSON, or not an object: named
+        raise CheckpointError(str(e)) from None
 
 
 def _load_minielectra(path: Path, config: dict, model_class: type[nn.Module]) -> nn.Module:
@@ -127,8 +128,13 @@ def _load_minielectra(path: Path, config: dict, model_class: type[nn.Module]) ->
                               f"supported (this minielectra reads version {VERSION})")
     if "model" not in config:
         raise CheckpointError(f"{path / CONFIG} has no \"model\" section")
-    model = model_class(_from_dict(ModelConfig, config["model"], prefix="model."),
-                    _from_dict(ObjectiveConfig, config.get("objective", {}), prefix="objective."))
+    try:  # a value of the wrong type or out of range: named, with the file
+        model = model_class(_from_dict(ModelConfig, config["model"], prefix="model."),
+                            _from_dict(ObjectiveConfig, config.get("objective", {}),
+                                       prefix="objective."))
+    except (KeyError, ValueError) as e:
+        error = KeyError if isinstance(e, KeyError) else CheckpointError
+        raise error(f"{path / CONFIG}: {e.args[0] if e.args else e}") from None
     weights = path / WEIGHTS
     if not weights.is_file():
         raise FileNotFoundError(f"{path} has no {WEIGHTS}")

@@ -9,13 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from ..safeio import check_out_dir, model_files, refuse_foreign
 from . import hf
 from .electra import Electra
 
 
 def convert(src: str | Path, out: str | Path, *, direction: Literal["from_hf", "to_hf"],
             generator: str | Path | None = None) -> Path:
-    """``from_hf``: transformers dir(s) -> minielectra checkpoint; ``to_hf``: the reverse."""
+    """``from_hf``: transformers dir(s) -> minielectra checkpoint; ``to_hf``: the reverse.
+    ``out`` is replaced as a whole, so an existing one holding anything but a model's files is
+    refused (it may be the user's folder of other things)."""
+    check_out_dir(out)
+    refuse_foreign(out, model_files, what="convert")
     if direction == "from_hf":
         return Electra.from_pretrained(src, generator=generator).save_pretrained(out)
     if direction == "to_hf":

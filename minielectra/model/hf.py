@@ -32,6 +32,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..config import ModelConfig, Tying
+from ..safeio import read_json
 from .storage import CheckpointError, atomic_dir, check_state, load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -140,7 +141,7 @@ def hf_config(cfg: ModelConfig, role: Role) -> dict:
 
 
 def _read_config(directory: Path) -> dict:
-    config = {**HF_DEFAULTS, **json.loads((directory / "config.json").read_text())}
+    config = {**HF_DEFAULTS, **read_json(directory / "config.json")}  # a JSON object, or named
     if config.get("model_type", "electra") != "electra":
         raise ValueError(f"{directory}/config.json: model_type {config['model_type']!r} is not "
                          "'electra'")
@@ -208,7 +209,7 @@ def is_hf_dir(path: str | Path) -> bool:
     """A transformers ELECTRA directory, or one with ``discriminator/`` and/or ``generator/``."""
     path = Path(path)
     if (path / "config.json").is_file():
-        config = json.loads((path / "config.json").read_text())
+        config = read_json(path / "config.json")
         return config.get("model_type") == "electra" or any(
             a.startswith("Electra") for a in config.get("architectures") or [])
     return any((path / r / "config.json").is_file() for r in ("discriminator", "generator"))
@@ -319,7 +320,8 @@ def export(model: nn.Module, path: str | Path) -> Path:
 
     transformers' ELECTRA has one weight set per layer: a model with ``share_layers`` (ALECTRA)
     is refused rather than written as a one-layer model. An MLM-objective model's own MLM head
-    (``disc_mlm``) has no place in these two architectures; its encoder is exported as the
+    (``disc_mlm``, on the discriminator's encoder) is the model such a run trained: it goes to
+    ``path/masked_lm/``, a full-size ``ElectraForMaskedLM``; its encoder is also exported as the
     discriminator's, which is what fine-tuning uses."""
     if model.config.share_layers:
         raise ValueError("model.share_layers=true (ALECTRA) has no transformers ELECTRA "
@@ -327,12 +329,16 @@ def export(model: nn.Module, path: str | Path) -> Path:
                          "format")
     path = Path(path)
     with atomic_dir(path) as tmp:
-        for role, cfg in (("discriminator", model.config), ("generator", model.config.generator())):
-            out = tmp / role
+        nets = [("discriminator", model.discriminator, model.config, "discriminator"),
+                ("generator", model.generator, model.config.generator(), "generator")]
+        if getattr(model, "disc_mlm", None) is not None:
+            nets.append(("masked_lm", model.disc_mlm, model.config, "generator"))
+        for name, net, cfg, role in nets:
+            out = tmp / name
             out.mkdir()
             (out / "config.json").write_text(json.dumps(hf_config(cfg, role), indent=2) + "\n")
             # transformers refuses safetensors files without this metadata.
-            save_file(to_hf_state(getattr(model, role), role), out / "model.safetensors",
+            save_file(to_hf_state(net, role), out / "model.safetensors",
                       metadata={"format": "pt"})
             if model.tokenizer is not None:
                 model.tokenizer.save(out)

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from ..data.files import first_damaged, sha256_sums
+from ..safeio import public_modes
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +138,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     old = None
     try:
         yield tmp
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private
+        public_modes(tmp)  # mkdtemp and safetensors make theirs private
         _fsync_tree(tmp)
         if path.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))

@@ -41,6 +41,7 @@ from .classifier import (FinetuneConfig, SequenceClassifier, apply_finetune_over
                          build_classifier, collate, encode, layerwise_param_groups, lr_factor,
                          predict_batches, task_loss)
 from .glue import Task
+from .output import finetune_output
 from .saved import save_finetuned
 from .userdata import Columns, UserTask, task_from_files, task_from_hub
 
@@ -324,12 +325,11 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
     run's, in ``seed-N/``).
     """
     check_counts(seeds, max_train_examples)
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
-        raise ValueError(f"{out}: --out is a file; fine-tuning writes a directory there")
     cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
     task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
     pretrained, source = open_checkpoint(checkpoint)
-    return _finetune(pretrained, source, task, cfg, out=None if out is None else Path(out),
-                     seed=seed, seeds=seeds, data_dir=data_dir,
-                     max_train_examples=max_train_examples, progress=progress,
-                     save_model=save_model, keep_all_models=keep_all_models)
+    with finetune_output(out) as folder:  # locked, checked; replaced only when all is written
+        return _finetune(pretrained, source, task, cfg, out=folder, seed=seed, seeds=seeds,
+                         data_dir=data_dir, max_train_examples=max_train_examples,
+                         progress=progress, save_model=save_model,
+                         keep_all_models=keep_all_models)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 
 from safetensors import SafetensorError
 
@@ -23,6 +23,7 @@ from ..config import ModelConfig, _from_dict
 from ..data.files import sha256_sums
 from ..data.tokenizer import WordPieceTokenizer
 from ..model.storage import CHECKSUMS, VOCAB, verify_checksums
+from ..safeio import write_file
 from . import glue
 from .classifier import FinetuneConfig, SequenceClassifier
 from .glue import Task
@@ -35,7 +36,9 @@ def save_finetuned(model: SequenceClassifier, tokenizer, task: Task, cfg: Finetu
     """Write weights, the model and fine-tuning configs, the tokenizer and the dev result."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, path / WEIGHTS)
+    # bytes, then one write: a full disk is an OSError naming the file, and the permissions
+    # are its siblings' (safetensors' own save_file makes a private file)
+    write_file(path / WEIGHTS, save({k: v.contiguous() for k, v in model.state_dict().items()}))
     meta = {"task": task.name, "num_labels": task.num_labels, "label_names": task.label_names,
             "task_spec": task_spec(task), "model": dataclasses.asdict(model.config),
             "finetune": dataclasses.asdict(cfg), "result": result}

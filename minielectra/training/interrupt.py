@@ -1,11 +1,12 @@
-"""Ctrl-C during pre-training: finish the step in flight, save a checkpoint, stop cleanly.
+"""Ctrl-C (or SIGTERM) during pre-training: finish the step in flight, save a checkpoint, stop.
 
 Python turns SIGINT into a ``KeyboardInterrupt`` wherever the main thread happens to be, which
 may be halfway through an optimiser update: a checkpoint written then would hold weights that no
 step count describes, and ``--resume`` would not continue bit for bit. :func:`deferred_sigint`
 holds the first Ctrl-C until the loop reaches a step boundary (a second one interrupts at once);
 the loop then saves the last completed step and raises :class:`Interrupted`, which the CLI turns
-into one line and exit code 130 (128 + SIGINT, the shell's convention).
+into one line and exit code 130 (128 + SIGINT, the shell's convention). SIGTERM, what schedulers
+and ``kill`` send, is handled the same way and exits 143 (128 + SIGTERM).
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..safeio import Terminated
+
 
 class Interrupted(KeyboardInterrupt):
     """A run stopped by Ctrl-C after saving its last completed step (``checkpoint``: None when
     no step had completed)."""
 
-    def __init__(self, step: int, checkpoint: Path | None):
+    def __init__(self, step: int, checkpoint: Path | None, *, signum: int = signal.SIGINT):
         self.step, self.checkpoint = step, checkpoint
+        self.exit_code = 128 + signum
         saved = (f"checkpoint saved to {checkpoint}" if checkpoint is not None
                  else "nothing to save yet")
         super().__init__(f"interrupted at step {step}; {saved}")
@@ -32,29 +36,41 @@ class SigintFlag:
     """Set by the first Ctrl-C inside :func:`deferred_sigint`; the loop reads it between steps."""
 
     requested = False
+    signum = signal.SIGINT  # which signal asked
 
 
 @contextlib.contextmanager
 def deferred_sigint() -> Iterator[SigintFlag]:
-    """While inside, the first SIGINT only sets ``flag.requested``; a second raises at once.
-
-    Only the main thread can own signal handlers, and a handler someone else installed (a
-    notebook kernel's, say) is left alone: there ``KeyboardInterrupt`` arrives as it always did,
-    and the loop still saves what it has.
-    """
+    """While inside, the first SIGINT or SIGTERM only sets ``flag.requested`` (and
+    ``flag.signum``); a second raises at once. Only the main thread can own signal handlers."""
     flag = SigintFlag()
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    if threading.current_thread() is not threading.main_thread():
         yield flag
         return
+    # Handlers someone else installed (a notebook kernel's, say) are left alone: there
+    # KeyboardInterrupt arrives as it always did, and the loop still saves what it has.
+    previous = {}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.default_int_handler
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or _raises_terminated():
+        previous[signal.SIGTERM] = signal.getsignal(signal.SIGTERM)
 
     def handler(signum, frame):
-        if flag.requested:  # the second Ctrl-C: the user does not want to wait
-            raise KeyboardInterrupt
-        flag.requested = True
+        if flag.requested:  # the second signal: the user does not want to wait
+            raise Terminated("terminated (SIGTERM)") if signum == signal.SIGTERM \
+                else KeyboardInterrupt
+        flag.requested, flag.signum = True, signum
 
-    signal.signal(signal.SIGINT, handler)
+    for s in previous:
+        signal.signal(s, handler)
     try:
         yield flag
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _raises_terminated() -> bool:
+    """SIGTERM's handler is the command line's (:func:`minielectra.safeio.sigterm_raises`)."""
+    h = signal.getsignal(signal.SIGTERM)
+    return getattr(h, "__module__", None) == "minielectra.safeio"

@@ -53,7 +53,12 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     # One run per directory (rank 0 holds it for a data-parallel run), released when we return.
     lock = lock_run_dir(cfg.train.out_dir) if ranks.main else None
     try:
-        run = Run(cfg, resume=resume, progress=progress, on_record=on_record, ranks=ranks)
+        try:
+            run = Run(cfg, resume=resume, progress=progress, on_record=on_record, ranks=ranks)
+        except BaseException:  # refused (data, resume checks): no run.lock left behind
+            release_run_dir(lock, failed=True)
+            lock = None
+            raise
         with deferred_sigint() as run.sigint:  # Ctrl-C waits for the step in flight
             stop = run.train(until_step)
         summary = run.finish(stop)
@@ -206,7 +211,7 @@ class Run:
         self.guard.check(self.last_saved)
         if self.step > 0:
             self.checkpoint_if_new()
-        raise Interrupted(self.step, self.last_saved) from None
+        raise Interrupted(self.step, self.last_saved, signum=self.sigint.signum) from None
 
     def checkpoint_if_new(self) -> None:
         if self.last_saved is None or self.last_saved.name != f"step_{self.step:07d}":

@@ -10,7 +10,7 @@ tokenizer's vocabulary and special ids.
 
 Run layout (``train.out_dir``)::
 
-    run.lock                held (flock) while a run uses the directory: pid, host, start time
+    run.lock                held (a POSIX lock) while a run uses the directory: pid, host, start time
     config.json             the resolved RunConfig
     metrics.jsonl           one JSON object per logged step ("kind": "train" | "eval")
     tokenizer/              the vocabulary the run trained or loaded
@@ -23,12 +23,9 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import os
-import socket
-import time
 import typing
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import torch
 
@@ -39,57 +36,52 @@ from ..data.prepare import load_prepared
 from ..data.tokenizer import resolve_tokenizer
 from ..model.electra import Electra
 from ..model.storage import CheckpointError, verify_checksums
+from ..safeio import LOCK_FILE, FolderBusy, FolderLock, write_file
 from .checkpoints import checkpoint_dir, list_checkpoints
-
-try:
-    import fcntl
-except ImportError:  # Windows: runs are not locked there
-    fcntl = None
 
 log = logging.getLogger(__name__)
 
-LOCK_FILE = "run.lock"
 
 
-class RunDirBusy(RuntimeError):
-    """Another process is running in the same ``train.out_dir``."""
+RunDirBusy = FolderBusy  # another process is running in the same ``train.out_dir``
 
 
-def lock_run_dir(out_dir: str | Path) -> IO | None:
-    """Lock ``out_dir`` for this run; keep the returned file open for the run's lifetime.
+def lock_run_dir(out_dir: str | Path) -> FolderLock:
+    """Lock ``out_dir`` for this run (:class:`~minielectra.safeio.FolderLock`); release it with
+    :func:`release_run_dir`.
 
     Two runs in one directory would mix their ``config.json`` and ``metrics.jsonl``, and one's
-    pruning would delete the other's checkpoints. ``flock`` is released by the kernel when the
-    process ends, however it ends (kill -9 included), so a stale lock file never blocks a run.
+    pruning would delete the other's checkpoints. The kernel drops the lock when the process ends,
+    however it ends (kill -9 included), so a stale lock file never blocks a run.
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "--out (train.out_dir) is a file, not a "
                                  "directory", str(out))
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:
-        return None
-    f = open(out / LOCK_FILE, "a+")
+    fresh = not (out / LOCK_FILE).exists()
     try:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip() or "holder unknown"
-        f.close()
-        raise RunDirBusy(f"{out} is in use by another run ({holder}); wait for it to end, or "
-                         "choose another --out") from None
-    f.truncate(0)  # "a+": the write below lands at the start of the emptied file
-    f.write(f"pid {os.getpid()} on {socket.gethostname()}, started "
-            f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-    f.flush()
-    return f
+        lock = FolderLock(out).acquire()
+    except BaseException:
+        if created:
+            out.rmdir()
+        raise
+    lock.created = (created, fresh)  # what a refused run takes away again
+    return lock
 
 
-def release_run_dir(lock: IO | None) -> None:
-    """Unlock: the holder's line goes (an empty run.lock is a free directory), then the lock."""
-    if lock is not None:
-        lock.truncate(0)
-        lock.close()
+def release_run_dir(lock: FolderLock | None, *, failed: bool = False) -> None:
+    """Unlock. A run that ``failed`` before writing anything leaves no trace: the run.lock it
+    created goes, and the directory too when it made it."""
+    if lock is None:
+        return
+    lock.release()
+    created, fresh = getattr(lock, "created", (False, False))
+    if failed and fresh and [p.name for p in lock.folder.iterdir()] == [LOCK_FILE]:
+        (lock.folder / LOCK_FILE).unlink()
+        if created:
+            lock.folder.rmdir()
 
 
 def check_types(cfg: RunConfig) -> None:
@@ -247,7 +239,7 @@ def _truncate_metrics(path: Path, step: int) -> list[dict[str, Any]]:
             continue
         if isinstance(record, dict) and record.get("step", 0) <= step:
             keep.append(record)
-    path.write_text("".join(json.dumps(r) + "\n" for r in keep))
+    write_file(path, "".join(json.dumps(r) + "\n" for r in keep))  # never through a link
     return keep
 
 
@@ -257,12 +249,12 @@ def prepare_out_dir(cfg: RunConfig, model: Electra, step: int,
     returns the log's path and the steps already evaluated."""
     out = Path(cfg.train.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cfg.save(out / "config.json")
+    write_file(out / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
     model.tokenizer.save(out / "tokenizer")
     metrics_path = out / "metrics.jsonl"
     kept = []
     if resumed:
         kept = _truncate_metrics(metrics_path, step)
     else:
-        metrics_path.write_text("")
+        write_file(metrics_path, "")  # a link there is replaced, its target untouched
     return metrics_path, {r["step"] for r in kept if r.get("kind") == "eval"}

@@ -24,6 +24,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from ..training.checkpoints import list_checkpoints
+from ..safeio import write_file
 from .heldout import heldout_dataset, heldout_figure, heldout_scores, heldout_text
 from .report import read_metrics, training_report
 from .scoring import load_checkpoint, score_text
@@ -58,8 +59,7 @@ def write_page(sections: list[tuple[str, str, go.Figure]], out: str | Path, *,
             f"<h1>{html.escape(title)}</h1>\n" + "\n".join(parts) + "\n</body></html>\n")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
-    return out
+    return write_file(out, page)  # at once, and a link at ``out`` is replaced, not followed
 
 
 def summary(records: list[dict]) -> dict[str, int]:
@@ -79,6 +79,8 @@ def viz_text(checkpoint: str | Path = "bundled", text: str = "", *,
         raise ValueError("the text is empty: give a sentence to score (--text)")
     if out is None and not as_json:
         raise ValueError("give --out FILE.html (a page) or --json (the records)")
+    if top_k < 0:
+        raise ValueError(f"--top-k (top_k) must be 0 or more, got {top_k}")
     ckpt = load_checkpoint(checkpoint)
     records = score_text(ckpt, text, replace=replace, seed=seed, top_k=top_k)
     if as_json:
