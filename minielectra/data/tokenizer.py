@@ -31,6 +31,7 @@ from tokenizers import (AddedToken, Tokenizer, decoders, models, normalizers, pr
                         trainers)
 
 from ..safeio import remove_stale_builds
+from .alphabet import continuation_symbols
 from .files import first_damaged, sha256_sums
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ TRAIN_VOCAB_MAX_CHARS = 200_000_000
 MAX_INPUT_CHARS_PER_WORD = 100  # BERT's: a longer word is one [UNK]
 # Bump when this module's encoding or training changes; with the `tokenizers` version it is part
 # of every cache key, so ids made by another version of the code are rebuilt, never reused.
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
 
 
 def _bert_tokenizer(vocab: dict[str, int] | None, lowercase: bool) -> Tokenizer:
@@ -121,9 +122,15 @@ class WordPieceTokenizer:
         if vocab_size <= len(SPECIAL_TOKENS):
             raise ValueError(f"vocab_size must exceed {len(SPECIAL_TOKENS)}, got {vocab_size}")
         tok = _bert_tokenizer(None, lowercase)
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, show_progress=False,
-                                            special_tokens=list(SPECIAL_TOKENS),
-                                            continuing_subword_prefix="##")
+        if iter(texts) is texts:  # read twice below: a one-pass iterator is kept in memory
+            texts = list(texts)
+        # The Rust trainer numbers the "##c" symbols in hash-map order, a different order each
+        # process, and breaks ties between equally frequent merges by those numbers: the same
+        # text gave different vocabularies. Numbering them ourselves, in sorted order, ahead of
+        # the training (as extra "special" tokens: those come first) makes it reproducible.
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size, show_progress=False, continuing_subword_prefix="##",
+            special_tokens=[*SPECIAL_TOKENS, *continuation_symbols(texts, tok.normalizer)])
         tok.train_from_iterator(texts, trainer)
         vocab = tok.get_vocab(with_added_tokens=True)
         if len(vocab) <= len(SPECIAL_TOKENS):
@@ -328,7 +335,8 @@ def _train_cached(corpus: "Corpus", vocab_size: int, cache_dir: Path) -> WordPie
         return cached
     log.info("tokenizer: training a %d-token WordPiece vocabulary on %s", vocab_size, corpus.name)
     try:
-        tokenizer = WordPieceTokenizer.train(_capped(corpus.texts(), TRAIN_VOCAB_MAX_CHARS),
+        tokenizer = WordPieceTokenizer.train(_Again(lambda: _capped(corpus.texts(),
+                                                                    TRAIN_VOCAB_MAX_CHARS)),
                                              vocab_size)
     except ValueError as e:
         raise ValueError(f"corpus {corpus.name!r}: {e}") from None
@@ -373,6 +381,16 @@ def _ragged_positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """``[s0, s0+1, .., s0+c0-1, s1, ..]``: the positions of runs of lengths ``counts``."""
     run_offsets = np.cumsum(counts) - counts
     return np.repeat(starts - run_offsets, counts) + np.arange(int(counts.sum()))
+
+
+class _Again:
+    """An iterable that starts over each time it is read (the trainer reads the texts twice)."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __iter__(self):
+        return iter(self.make())
 
 
 def _capped(texts: Iterable[str], max_chars: int) -> Iterable[str]:

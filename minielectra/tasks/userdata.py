@@ -21,10 +21,12 @@ one-line ``ValueError`` naming the file, the line and the column.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -83,6 +85,16 @@ def _table_rows(path: Path, text: str, kind: str) -> list[Row]:
     quoting = csv.QUOTE_NONE if kind == ".tsv" else csv.QUOTE_MINIMAL
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if kind == ".tsv" else ",",
                         quoting=quoting)
+    # A long text is still a text (the model reads its first max_seq_len tokens): no cap on a
+    # field's length (the csv module's default refuses fields over 131,072 characters).
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    try:
+        return _parse_table(path, reader)
+    except csv.Error as e:
+        raise ValueError(f"{path}: line {reader.line_num}: not {kind[1:].upper()} ({e})") from None
+
+
+def _parse_table(path: Path, reader) -> list[Row]:
     header = [h.strip() for h in next(reader)]
     rows = []
     for fields in reader:
@@ -125,8 +137,17 @@ def _label_text(value: Any, where: str, column: str) -> str:
         raise ValueError(f"{where}, column {column!r}: the label is a JSON "
                          f"{type(value).__name__}, not a class name or a number")
     text = str(value).strip()
+    if _number(text) is None and _parses(text):  # nan, inf: neither a class nor a target
+        raise ValueError(f"{where}, column {column!r}: the label {text!r} is not a finite "
+                         "number; fix or remove the row")
     number = _number(text)
     return str(int(number)) if number is not None and number.is_integer() else text
+
+
+def _parses(label: str) -> bool:
+    with contextlib.suppress(ValueError):
+        return float(label) is not None
+    return False
 
 
 def _number(label: str) -> float | None:
@@ -137,11 +158,22 @@ def _number(label: str) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _is_regression(labels: list[str], regression: bool | None) -> bool:
+def _is_regression(labels: list[str], regression: bool | None, where: list[str]) -> bool:
+    """``regression``, or (None) whether the labels are numbers with fractions. A few fractions
+    among whole-number classes (0, 1, 0.5) are refused, naming the first: more likely a typo
+    than a regression task, and as a class of its own it would be silently wrong."""
     if regression is not None:
         return regression
     numbers = [_number(x) for x in labels]
-    return all(x is not None for x in numbers) and any(not x.is_integer() for x in numbers)
+    if not all(x is not None for x in numbers):
+        return False
+    fractions = [i for i, x in enumerate(numbers) if not x.is_integer()]
+    if fractions and len(fractions) * 4 < len(labels):
+        i, whole = fractions[0], len(labels) - len(fractions)
+        raise ValueError(f"{where[i]}: label {labels[i]!r} has a fraction, but {whole} of the "
+                         f"{len(labels)} labels are whole-number classes; fix it, or pass "
+                         "--regression if the labels are numbers to predict")
+    return bool(fractions)
 
 
 def _class_names(labels: Iterable[str]) -> tuple[str, ...]:
@@ -180,8 +212,11 @@ def _examples(rows: list[Row], columns: Columns, pair: str | None, *,
         else:
             raise ValueError(f"{row[0]}, column {columns.label!r}: label {raw!r} does not occur "
                              f"in the training data {train} (its labels: {list(names)})")
-        out.append(Example("" if text is None else str(text),
-                           None if text_b is None else str(text_b), label))
+        for value, column in ((text, columns.text), (text_b if pair else "", pair)):
+            if value is None or isinstance(value, (dict, list)):  # JSON null or structure
+                raise ValueError(f"{row[0]}, column {column!r}: the text is "
+                                 f"{'null' if value is None else 'not a string'}")
+        out.append(Example(str(text), None if text_b is None else str(text_b), label))
     return out
 
 
@@ -194,7 +229,7 @@ def build_task(name: str, train_rows: list[Row], dev_rows: list[Row], *,
         pair = "text_pair"
     labels = [_label_text(_field(r, columns.label, "label", "--label-column"), r[0],
                           columns.label) for r in train_rows]
-    is_reg = _is_regression(labels, regression)
+    is_reg = _is_regression(labels, regression, [r[0] for r in train_rows])
     names = None if is_reg else _class_names(labels)
     if names is not None and len(names) < 2:
         raise ValueError(f"{train_source}: every training label is {names[0]!r}; a classifier "
