@@ -1,7 +1,9 @@
-"""``minielectra lessons DIR``: the course's notebooks reach a learner who has no checkout.
+"""``minielectra lessons DIR``: the course's notebooks and tutorial reach a learner who has no
+checkout.
 
-The reference is the repository's ``notebooks/`` folder, read directly (not through the package):
-the command must copy exactly those files, and a wheel built from this tree must contain them.
+The reference is the repository's ``notebooks/`` and ``tutorial/`` folders, read directly (not
+through the package): the command must copy exactly those files, in the same layout, and a wheel
+built from this tree must contain them.
 """
 
 import json
@@ -21,6 +23,12 @@ from minielectra.lessons import copy_lessons, lesson_files
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) + ["README.md"]
+# The whole course as the repository lays it out: what `lessons DIR` copies, path for path.
+COURSE = sorted([f"notebooks/{p.relative_to(NOTEBOOKS).as_posix()}"
+                 for p in NOTEBOOKS.rglob("*") if p.suffix == ".ipynb" or p.name == "README.md"] +
+                [f"tutorial/{p.relative_to(ROOT / 'tutorial').as_posix()}"
+                 for p in (ROOT / "tutorial").rglob("*")
+                 if p.suffix in (".md", ".png", ".svg")])
 
 
 def test_the_course_is_numbered_lessons():
@@ -65,25 +73,39 @@ def test_notebook_links_resolve():
         assert not missing, f"{path.name}: broken links {missing}"
 
 
-def test_lesson_files_are_the_repository_notebooks():
-    assert sorted(p.name for p in lesson_files()) == sorted(EXPECTED)
+def test_lesson_files_are_the_repository_course():
+    assert sorted(lesson_files()) == COURSE
+    assert any(n.startswith("tutorial/img/") for n in COURSE)
 
 
 def test_copy_lessons_copies_bytes_and_refuses_to_overwrite(tmp_path):
     out = tmp_path / "course"
     result = copy_lessons(out)
-    assert sorted(result["files"]) == sorted(EXPECTED)
-    for name in EXPECTED:
-        assert (out / name).read_bytes() == (NOTEBOOKS / name).read_bytes()
+    assert sorted(result["files"]) == COURSE
+    for name in COURSE:
+        assert (out / name).read_bytes() == (ROOT / name).read_bytes()
     assert result["next"] == f"jupyter lab {out}"
 
-    edited = out / EXPECTED[0]
+    edited = out / "notebooks" / EXPECTED[0]
     edited.write_text("my notes")
     with pytest.raises(FileExistsError, match="--force"):
         copy_lessons(out)
     assert edited.read_text() == "my notes"  # nothing was touched
     assert copy_lessons(out, force=True)["overwritten"]
     assert edited.read_bytes() == (NOTEBOOKS / EXPECTED[0]).read_bytes()
+
+
+def test_links_between_notebooks_and_tutorial_resolve_in_the_copy(tmp_path):
+    """The copy keeps the repository's layout, so ../tutorial/... and ../notebooks/... work."""
+    copy_lessons(tmp_path)
+    link = re.compile(r"\]\((\.\./(?:notebooks|tutorial)/[^)#\s]+)")
+    checked = 0
+    for name in COURSE:
+        if name.endswith((".md", ".ipynb")):
+            for target in link.findall((tmp_path / name).read_text()):
+                assert (tmp_path / name).parent.joinpath(target).exists(), (name, target)
+                checked += 1
+    assert checked >= 8
 
 
 def test_cli_lessons(tmp_path, capsys):
@@ -112,7 +134,8 @@ def test_the_wheel_ships_the_notebooks(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(ROOT / "minielectra", src / "minielectra", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(NOTEBOOKS, src / "notebooks", ignore=shutil.ignore_patterns(".*"))
+    for part in ("notebooks", "tutorial"):
+        shutil.copytree(ROOT / part, src / part, ignore=shutil.ignore_patterns(".*"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     # Offline when this environment can build the wheel itself (setuptools >= 77, the
@@ -123,8 +146,8 @@ def test_the_wheel_ships_the_notebooks(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     wheel, = (tmp_path / "dist").glob("minielectra-*.whl")
     with zipfile.ZipFile(wheel) as z:
-        shipped = {Path(n).name: z.read(n) for n in z.namelist()
-                   if n.startswith("minielectra/notebooks/")}
-    assert sorted(shipped) == sorted(EXPECTED)
+        shipped = {n.removeprefix("minielectra/"): z.read(n) for n in z.namelist()
+                   if n.startswith(("minielectra/notebooks/", "minielectra/tutorial/"))}
+    assert sorted(shipped) == COURSE
     for name, data in shipped.items():
-        assert data == (NOTEBOOKS / name).read_bytes(), name
+        assert data == (ROOT / name).read_bytes(), name
