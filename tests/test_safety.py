@@ -188,6 +188,28 @@ def test_finetune_full_disk_leaves_no_half_written_folder(tmp_path, capsys, monk
     assert not out.exists() and leftovers(out) == []
 
 
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A real full disk: a 1 MB tmpfs (mounting one needs root; skipped otherwise)."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs",
+                                            str(where)], capture_output=True).returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    yield where
+    subprocess.run(["umount", str(where)], check=True)
+
+
+def test_a_real_full_disk_is_one_line_naming_the_path(tiny_disk, capsys, cache):
+    out = tiny_disk / "model"
+    one_error(*run_cli(capsys, *FT, "--out", out)[::2], str(out), "No space left on device")
+    assert list(tiny_disk.iterdir()) == []  # nothing half-written
+    run = tiny_disk / "run"
+    one_error(*run_cli(capsys, "pretrain", *TINY, "--set", "model.hidden_size=256",
+                       "--max-steps", "1", "--out", run)[::2], str(run), "No space left")
+    assert not list((run / "checkpoints").glob("step_*"))
+
+
 def test_finetune_out_is_checked_before_training(tmp_path, capsys, monkeypatch):
     called = []
     monkeypatch.setattr("minielectra.tasks.finetune.train_classifier",
@@ -486,3 +508,15 @@ def test_the_same_corpus_gives_the_same_vocabulary_in_every_fresh_cache(tmp_path
         (found,) = (tmp_path / f"cache{i}").rglob("vocab.txt")
         vocabs.append(found.read_text())
     assert vocabs[0] == vocabs[1] == vocabs[2] and len(vocabs[0].split()) == 400
+
+
+def test_the_same_seed_with_fresh_caches_gives_the_same_weights(tmp_path, capsys, monkeypatch):
+    from safetensors.torch import load_file
+    weights = []
+    for i in range(2):
+        monkeypatch.setenv("MINIELECTRA_CACHE", str(tmp_path / f"cache{i}"))  # a fresh vocab
+        out = tmp_path / f"run{i}"
+        assert run_cli(capsys, "pretrain", *TINY, "--max-steps", "2", "--out", out)[0] == 0
+        weights.append(load_file(out / "checkpoints" / "step_0000002" / "model.safetensors"))
+    assert weights[0].keys() == weights[1].keys()
+    assert all(weights[0][k].equal(weights[1][k]) for k in weights[0])

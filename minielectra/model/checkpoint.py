@@ -36,7 +36,7 @@ from . import hf
 from ..safeio import read_json
 from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, atomic_dir, check_finite,
                       check_state, load_tokenizer, resolve_bundled, verify_checksums,
-                      write_checksums)
+                      write_checksums, write_error)
 
 FORMAT, VERSION = "minielectra", 1
 WEIGHTS = "model.safetensors"
@@ -58,7 +58,10 @@ def save_pretrained(model: nn.Module, path: str | Path, *,
               "model": dataclasses.asdict(model.config),
               "objective": dataclasses.asdict(model.objective)}
     with atomic_dir(path) as tmp:
-        save_model(model, str(tmp / WEIGHTS), metadata={"format": "pt"})
+        try:
+            save_model(model, str(tmp / WEIGHTS), metadata={"format": "pt"})
+        except SafetensorError as e:  # a full disk: an OSError naming the file
+            raise write_error(e, path / WEIGHTS) from None
         (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
         if model.tokenizer is not None:
             model.tokenizer.save(tmp)

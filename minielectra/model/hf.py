@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import Literal
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..config import ModelConfig, Tying
 from ..safeio import read_json
-from .storage import CheckpointError, atomic_dir, check_state, load_tokenizer
+from .storage import (CheckpointError, atomic_dir, check_state, load_tokenizer,
+                      write_error)
 
 logger = logging.getLogger(__name__)
 
@@ -338,8 +340,11 @@ def export(model: nn.Module, path: str | Path) -> Path:
             out.mkdir()
             (out / "config.json").write_text(json.dumps(hf_config(cfg, role), indent=2) + "\n")
             # transformers refuses safetensors files without this metadata.
-            save_file(to_hf_state(net, role), out / "model.safetensors",
-                      metadata={"format": "pt"})
+            try:
+                save_file(to_hf_state(net, role), out / "model.safetensors",
+                          metadata={"format": "pt"})
+            except SafetensorError as e:  # a full disk: an OSError naming the file
+                raise write_error(e, path / name / "model.safetensors") from None
             if model.tokenizer is not None:
                 model.tokenizer.save(out)
     return path

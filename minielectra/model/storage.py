@@ -11,9 +11,11 @@ against the sha256 sums written with the checkpoint; :func:`check_finite` for Na
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -174,6 +176,14 @@ def _fsync_tree(root: Path) -> None:
     for p in sorted(root.rglob("*"), reverse=True):
         _fsync(p)
     _fsync(root)
+
+
+def write_error(e: Exception, path: str | Path) -> OSError:
+    """A safetensors write error as the OSError it wraps ("os error 28": a full disk), naming
+    ``path`` (the file's final place, not the temporary folder)."""
+    found = re.search(r"os error (\d+)", str(e))
+    code = int(found.group(1)) if found else errno.EIO
+    return OSError(code, os.strerror(code), str(path))
 
 
 # ------------------------------------------------------------------------ 4. the tokenizer
