@@ -1,4 +1,4 @@
-"""``minielectra lessons DIR``: copy the course (notebooks and tutorial) out of the installed package.
+"""``minielectra lessons DIR``: copy the course (notebooks and tutorial) out of the package.
 
 The notebooks live in the repository's ``notebooks/`` and their chapters in ``tutorial/``;
 ``minielectra/notebooks`` and ``minielectra/tutorial`` are symbolic links to those folders, so an

@@ -174,7 +174,8 @@ def test_finetune_interrupted_while_saving_keeps_the_first_model(model, tmp_path
     monkeypatch.setattr("minielectra.tasks.finetune.save_finetuned", ctrl_c_halfway)
     code, _, err = run_cli(capsys, *FT, "--out", out)
     assert code == 130 and "Traceback" not in err
-    assert f"nothing saved, {out} is as it was" in err.strip().splitlines()[-1]
+    assert err.strip().splitlines()[-1] == (f"minielectra finetune: interrupted; nothing saved, "
+                                            f"{out} is as it was")
     assert sums(out) == before and leftovers(out) == []
 
 

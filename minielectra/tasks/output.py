@@ -25,13 +25,13 @@ def finetune_output(out: str | Path | None) -> Iterator[Path | None]:
         try:
             yield None
         except KeyboardInterrupt as e:
-            raise type(e)(f"{e or 'interrupted'}; nothing saved (no --out)") from None
+            raise type(e)(f"{str(e) or 'interrupted'}; nothing saved (no --out)") from None
         return
     try:
         with exclusive_output(out, what="fine-tuning") as tmp:
             yield tmp
     except KeyboardInterrupt as e:
-        raise type(e)(f"{e or 'interrupted'}; nothing saved, {out} is as it was") from None
+        raise type(e)(f"{str(e) or 'interrupted'}; nothing saved, {out} is as it was") from None
     except OSError as e:
         if e.errno != errno.ENOSPC:
             raise

@@ -10,7 +10,7 @@ tokenizer's vocabulary and special ids.
 
 Run layout (``train.out_dir``)::
 
-    run.lock                held (a POSIX lock) while a run uses the directory: pid, host, start time
+    run.lock                held (a POSIX lock) while a run uses the directory: pid, host, start
     config.json             the resolved RunConfig
     metrics.jsonl           one JSON object per logged step ("kind": "train" | "eval")
     tokenizer/              the vocabulary the run trained or loaded
