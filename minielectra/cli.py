@@ -24,6 +24,7 @@ import logging
 import shlex
 import sys
 
+from . import __version__
 from .config import PRESETS, apply_overrides, preset
 from .usage import USER_ERRORS, error_line, finish_help, next_commands
 
@@ -96,13 +97,18 @@ def shipped_checkpoint(args) -> str:
 
 def cmd_finetune(args) -> dict:
     from .tasks.finetune import finetune
+    from .tasks.summary import finetune_summary
     from .tasks.userdata import Columns
     columns = Columns(args.text_column, args.text_pair_column, args.label_column)
     checkpoint = shipped_checkpoint(args)
-    return finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
-                    overrides=args.set, max_train_examples=args.max_train_examples,
-                    train=args.train, dev=args.dev, columns=columns,
-                    regression=True if args.regression else None)
+    flags = [f"finetune.long_text={args.long_text}", f"finetune.keep_epoch={args.keep_epoch}"]
+    flags += ["finetune.from_scratch=true"] if args.from_scratch else []
+    result = finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
+                      overrides=flags + args.set, max_train_examples=args.max_train_examples,
+                      train=args.train, dev=args.dev, columns=columns,
+                      regression=True if args.regression else None)
+    print(finetune_summary(result, args.out, inputs=args.dev), file=sys.stderr)  # for people
+    return result
 
 
 def cmd_glue(args) -> dict:
@@ -116,12 +122,13 @@ def cmd_glue(args) -> dict:
 
 
 def cmd_predict(args) -> dict:
-    from .tasks.predict import read_pairs, run_predict
+    from .tasks.predict import run_predict
     if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
-        raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (one input a line, "
-                         "A<TAB>B for pairs)")
-    pairs = read_pairs(args.file) if args.file else [(args.sentences + [None])[:2]]
-    return run_predict(args.model, pairs)
+        raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (a CSV, TSV or JSONL "
+                         "file with a text column, or one input a line, A<TAB>B for pairs)")
+    pairs = [] if args.file else [(args.sentences + [None])[:2]]
+    return run_predict(args.model, pairs, file=args.file, text_column=args.text_column,
+                       text_pair_column=args.text_pair_column, long_text=args.long_text)
 
 
 def cmd_convert(args) -> dict:
@@ -190,6 +197,14 @@ def _add_finetune(sub, sets: dict) -> None:
     p.add_argument("--seeds", type=int, default=1, help="runs; the median is the score")
     p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs; "
                    "default: the whole training set)")
+    p.add_argument("--from-scratch", action="store_true", help="start from random weights of "
+                   "the checkpoint's shape (same tokenizer): the no-pre-training baseline")
+    p.add_argument("--long-text", choices=["truncate", "windows"], default="truncate",
+                   help="texts over finetune.max_seq_len tokens: cut them, or read each whole "
+                   "in half-overlapping windows whose logits are averaged")
+    p.add_argument("--keep-epoch", choices=["best", "last"], default="best",
+                   help="the model kept: the epoch with the best dev score (slightly "
+                   "optimistic on that dev set), or the last epoch (the paper's protocol)")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_finetune)
 
@@ -264,8 +279,15 @@ def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="score sentences or pairs with a fine-tuned model (JSON)")
     p.add_argument("--model", required=True, help="a `minielectra finetune --out` directory")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B)")
-    p.add_argument("--file", help="inputs, one a line: A, or A<TAB>B (default: the SENTENCE "
-                   "arguments)")
+    p.add_argument("--file", help="inputs: a .csv, .tsv or .jsonl file with a text column "
+                   "(and a second one for pairs), or one input a line, A or A<TAB>B (default: "
+                   "the SENTENCE arguments)")
+    p.add_argument("--text-column", help="with --file: the text column (default: the model's "
+                   "own, as fine-tuned, else text)")
+    p.add_argument("--text-pair-column", help="with --file: the second text of a pair "
+                   "(default: the model's own, else text_pair)")
+    p.add_argument("--long-text", choices=["truncate", "windows"], help="texts over the model's "
+                   "length: cut, or windows with averaged logits (default: as fine-tuned)")
     p.set_defaults(func=cmd_predict)
 
 
@@ -349,6 +371,8 @@ def _add_viz(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="minielectra", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    parser.add_argument("--version", action="version", version=f"minielectra {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     sets = dict(action="append", default=[], metavar="SECTION.KEY=VALUE",
                 help="override any config value, repeatable (default: none)")
