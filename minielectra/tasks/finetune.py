@@ -254,8 +254,8 @@ def _summarise(task: Task, runs: list[dict], data: TaskData, cfg: FinetuneConfig
         "train_examples_available": data.available_train_examples,
         "train_subset": data.raw_train_examples < data.available_train_examples,
         "train_examples_used": len(data.train), "dev_examples": len(data.dev_labels),
-        "kept_epoch": best["kept_epoch"], "best_epoch": best["best_epoch"],
-        "epoch_scores": best["epoch_scores"],
+        "kept_epoch": best.get("kept_epoch"), "best_epoch": best.get("best_epoch"),
+        "epoch_scores": best.get("epoch_scores"),
         "texts_over_max_seq_len": data.long_texts,
         "config": dataclasses.asdict(cfg), "runs": runs,
     }
