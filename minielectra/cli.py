@@ -26,7 +26,7 @@ import sys
 
 from . import __version__
 from .config import PRESETS, apply_overrides, preset
-from .usage import USER_ERRORS, error_line, finish_help, next_commands
+from .usage import USER_ERRORS, error_line, finish_help, next_commands, time_cap_note
 
 # What the GPU presets add on a machine with a CUDA GPU, unless the command line sets these keys:
 # bf16 autocast (fp32 where the GPU has no bf16) and one compiled graph. A CPU run keeps fp32 and
@@ -75,7 +75,11 @@ def cmd_pretrain(args) -> dict | None:
     if launched():  # under torchrun: one process per GPU, rank 0 prints
         return pretrain_distributed(pretrain_config(args), resume=args.resume)
     from .training.loop import pretrain
-    result = pretrain(pretrain_config(args), resume=args.resume)
+    cfg = pretrain_config(args)
+    result = pretrain(cfg, resume=args.resume)
+    if result.get("stopped_by") == "max_minutes":  # said, not only in the JSON
+        print(time_cap_note(result, max_steps=cfg.train.max_steps,
+                            max_minutes=cfg.train.max_minutes, argv=args.argv), file=sys.stderr)
     print(next_commands(result["out_dir"]), file=sys.stderr)
     return result
 
@@ -171,6 +175,8 @@ def cmd_viz(args):
                    words=args.words, heldout_examples=args.heldout_examples)
 
 
+LONG, LONG_HELP = ["truncate", "windows"], ("texts over finetune.max_seq_len tokens: cut, or "
+                                             "read whole in overlapping windows, logits averaged")
 CKPT_HELP = ("the model to fine-tune (default: bundled, the packaged one): a checkpoint "
              "dir (minielectra or transformers), a `pretrain --out` run dir "
              "(its latest checkpoint), or 'bundled'")
@@ -199,12 +205,9 @@ def _add_finetune(sub, sets: dict) -> None:
                    "default: the whole training set)")
     p.add_argument("--from-scratch", action="store_true", help="start from random weights of "
                    "the checkpoint's shape (same tokenizer): the no-pre-training baseline")
-    p.add_argument("--long-text", choices=["truncate", "windows"], default="truncate",
-                   help="texts over finetune.max_seq_len tokens: cut them, or read each whole "
-                   "in half-overlapping windows whose logits are averaged")
-    p.add_argument("--keep-epoch", choices=["best", "last"], default="best",
-                   help="the model kept: the epoch with the best dev score (slightly "
-                   "optimistic on that dev set), or the last epoch (the paper's protocol)")
+    p.add_argument("--long-text", choices=LONG, default="truncate", help=LONG_HELP)
+    p.add_argument("--keep-epoch", choices=["best", "last"], default="best", help="the epoch "
+                   "kept: best dev score (a little optimistic there), or last (the paper's)")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_finetune)
 
@@ -282,12 +285,10 @@ def _add_predict(sub) -> None:
     p.add_argument("--file", help="inputs: a .csv, .tsv or .jsonl file with a text column "
                    "(and a second one for pairs), or one input a line, A or A<TAB>B (default: "
                    "the SENTENCE arguments)")
-    p.add_argument("--text-column", help="with --file: the text column (default: the model's "
-                   "own, as fine-tuned, else text)")
-    p.add_argument("--text-pair-column", help="with --file: the second text of a pair "
-                   "(default: the model's own, else text_pair)")
-    p.add_argument("--long-text", choices=["truncate", "windows"], help="texts over the model's "
-                   "length: cut, or windows with averaged logits (default: as fine-tuned)")
+    p.add_argument("--text-column", help="with --file: its text (default: the model's, or text)")
+    p.add_argument("--text-pair-column", help="with --file: a pair's second text (default: the "
+                   "model's, or text_pair)")
+    p.add_argument("--long-text", choices=LONG, help=LONG_HELP + " (default: as fine-tuned)")
     p.set_defaults(func=cmd_predict)
 
 
@@ -357,9 +358,9 @@ def _add_viz(sub) -> None:
                    help="join word pieces into words in the figures (default: pieces)")
     p.add_argument("--run", metavar="DIR", help="a `pretrain --out` dir: its training report, "
                    "checkpoint slider and held-out calibration (default: none, the --text view)")
-    p.add_argument("--heldout-examples", type=int, default=512, metavar="N",
+    p.add_argument("--heldout-examples", type=int, metavar="N",
                    help="with --run: held-out examples for calibration and precision-recall "
-                        "(default 512; 0: skip)")
+                        "(default: all, as evaluate scores them; 0: skip)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--out", metavar="FILE.html", help="write a standalone page (opens offline; "
                    "default: none, one of --out or --json is needed)")
@@ -392,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     args = build_parser().parse_args(argv)
+    args.argv = argv  # what a command repeats to continue (--resume)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -258,3 +258,48 @@ def test_a_hub_id_is_downloaded_and_converted(capsys, hub_state, monkeypatch, tm
                          FIXTURES / "reviews_train.csv", "--dev", FIXTURES / "reviews_dev.csv",
                          *FAST)
     assert code == 0 and r["checkpoint"] == str(snapshot), err
+
+
+# ------------------------------------------------------------------- the main job's time cap
+
+
+@pytest.fixture(scope="module")
+def capped_run(tmp_path_factory, write_tiny_corpus):
+    """A tiny `pretrain` stopped at once by its time cap: (run dir, stderr)."""
+    root = tmp_path_factory.mktemp("capped")
+    corpus = write_tiny_corpus(root / "tiny.txt")
+    sets = [f"data.corpus={corpus}", f"data.cache_dir={root / 'cache'}", "data.vocab_size=128",
+            "data.max_seq_len=16", "data.held_out_fraction=0.2", "data.num_workers=1",
+            "model.embedding_size=8", "model.hidden_size=16", "model.num_layers=1",
+            "model.num_heads=2", "model.intermediate_size=32",
+            "model.max_position_embeddings=16", "model.generator_size=0.5",
+            "train.batch_size=4", "train.max_steps=50", "train.warmup_steps=2",
+            "train.max_minutes=1e-9", "train.milestones=()", f"train.out_dir={root / 'run'}"]
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["pretrain", *[a for s in sets for a in ("--set", s)]]) == 0
+    return root / "run", err.getvalue()
+
+
+def test_the_time_cap_is_announced_with_the_command_that_continues(capped_run):
+    run, err = capped_run
+    line = next(x for x in err.splitlines() if "train.max_minutes" in x)
+    step = int(re.search(r"stopped by the time cap train.max_minutes=1e-09 at step (\d+) of 50",
+                         line)[1])
+    assert f"checkpoint saved: {run / 'checkpoints' / f'step_{step:07d}'}" in line
+    assert (run / "checkpoints" / f"step_{step:07d}" / "model.safetensors").is_file()
+    again = shlex.split(line.split("continue with: ")[1].split(" (add")[0])
+    args = build_parser().parse_args(again[1:])
+    assert args.resume and args.command == "pretrain"
+
+
+def test_viz_and_evaluate_count_the_same_heldout_examples(capsys, capped_run, tmp_path):
+    run, _ = capped_run
+    code, e, _ = run_cli(capsys, "evaluate", "--checkpoint", run)
+    code2, v, _ = run_cli(capsys, "viz", "--run", run, "--out", tmp_path / "r.html")
+    assert code == code2 == 0
+    assert v["heldout_examples"] == e["examples"] and v["heldout_auc"] == pytest.approx(
+        e["disc_auc"], abs=1e-12)
+    assert f"{e['examples']} held-out examples" in (tmp_path / "r.html").read_text()
