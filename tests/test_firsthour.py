@@ -303,3 +303,23 @@ def test_viz_and_evaluate_count_the_same_heldout_examples(capsys, capped_run, tm
     assert v["heldout_examples"] == e["examples"] and v["heldout_auc"] == pytest.approx(
         e["disc_auc"], abs=1e-12)
     assert f"{e['examples']} held-out examples" in (tmp_path / "r.html").read_text()
+
+
+# ------------------------------------------------------------------------ the README's set-up
+
+
+def test_readme_setup_works_without_the_package_index_and_the_torch_index():
+    readme = (ROOT / "README.md").read_text()
+    setup = readme[readme.index("```bash"):readme.index("minielectra pretrain --preset nano\n")]
+    commands = [line.split("#")[0].strip() for line in setup.splitlines()
+                if not line.lstrip().startswith("#")]
+    version = re.search(r'^version = "(.+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+    # torch from PyTorch's CPU index, and a fallback that needs only PyPI
+    assert any("--index-url https://download.pytorch.org/whl/cpu" in c for c in commands)
+    assert any(c.startswith("pip install torch") and "--index-url" not in c for c in commands)
+    # minielectra from the checkout, or a wheel built from it, named as pip names it
+    assert 'pip install -e ".[dev,notebooks]"' in commands
+    wheel = f"dist/minielectra-{version}-py3-none-any.whl"
+    assert f"pip wheel . --no-deps -w dist && pip install {wheel}" in commands
+    assert not any(c.startswith("pip install minielectra") for c in commands)  # not published
+    assert f"minielectra --version                   # minielectra {version}" in setup
