@@ -235,15 +235,22 @@ def test_a_hub_id_is_downloaded_and_converted(capsys, hub_state, monkeypatch, tm
                                      intermediate_size=64, max_position_embeddings=128)
     torch.manual_seed(0)
     disc = transformers.ElectraForPreTraining(cfg).eval()
-    snapshot = tmp_path / "snapshot"
-    disc.save_pretrained(snapshot)
+    gen = transformers.ElectraForMaskedLM(transformers.ElectraConfig(**{
+        **cfg.to_dict(), "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 1})
+    ).eval()
+    gen.electra.embeddings.load_state_dict(disc.electra.embeddings.state_dict())  # tied
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("abcdefghijklmnopqrstuvwxyz")
-    (snapshot / "vocab.txt").write_text("\n".join(tokens + ["##" + c for c in tokens[5:]]) + "\n")
+    snapshots = {"someone/tiny-electra": disc, "someone/tiny-electra-gen": gen}
+    for name, net in snapshots.items():
+        net.save_pretrained(tmp_path / name)
+        (tmp_path / name / "vocab.txt").write_text(
+            "\n".join(tokens + ["##" + c for c in tokens[5:]]) + "\n")
+    snapshot = tmp_path / "someone/tiny-electra"
     asked = []
 
     def snapshot_download(repo_id, *, allow_patterns, local_files_only):
         asked.append((repo_id, local_files_only))
-        return str(snapshot)
+        return str(tmp_path / repo_id)
 
     import huggingface_hub
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
@@ -254,6 +261,10 @@ def test_a_hub_id_is_downloaded_and_converted(capsys, hub_state, monkeypatch, tm
     with torch.no_grad():
         torch.testing.assert_close(model.discriminator(ids), disc(ids).logits)
     assert asked[0] == ("someone/tiny-electra", False)
+    both = Electra.from_pretrained("someone/tiny-electra", generator="someone/tiny-electra-gen"
+                                   ).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(both.generator(ids), gen(ids).logits)
     code, r, err = run_cli(capsys, "finetune", "--checkpoint", "someone/tiny-electra", "--train",
                          FIXTURES / "reviews_train.csv", "--dev", FIXTURES / "reviews_dev.csv",
                          *FAST)
