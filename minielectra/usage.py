@@ -62,6 +62,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def finish_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.formatter_class = HelpFormatter
+    if parser.epilog is None:  # `minielectra --help`: the first hour, in order
+        parser.epilog = "examples (each command's --help has more):\n" + "\n".join(
+            f"  {EXAMPLES[name]}" for name in ("pretrain", "evaluate", "finetune", "predict"))
     for action in parser._subparsers._group_actions:
         for name, p in action.choices.items():
             p.formatter_class = HelpFormatter

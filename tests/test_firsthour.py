@@ -49,6 +49,15 @@ def test_version_is_the_packages(capsys):
         f"minielectra {minielectra.__version__}"
 
 
+def test_the_top_level_help_shows_examples_that_parse():
+    parser = build_parser()
+    examples = [line.strip() for line in parser.format_help().splitlines()
+                if line.strip().startswith("minielectra ")]
+    assert len(examples) >= 3
+    for example in examples:
+        parser.parse_args(shlex.split(example)[1:])  # argparse exits on a bad one
+
+
 def test_from_scratch_is_a_finetune_flag():
     (sub,) = build_parser()._subparsers._group_actions
     assert "--from-scratch" in sub.choices["finetune"].format_help()
