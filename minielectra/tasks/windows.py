@@ -149,7 +149,8 @@ def warn_untrained_positions(checkpoint_dir: str | Path | None,
     if beyond:
         log.warning("%s: %d of %d inputs (%.0f%%) are longer than the %d tokens the checkpoint "
                     "was pre-trained on (%s): their positions %d and beyond were never trained "
-                    "(--set finetune.max_seq_len=%d keeps to what it saw)", what, beyond,
+                    "(--set finetune.max_seq_len=%d keeps to what it saw; add --long-text "
+                    "windows to read longer texts whole)", what, beyond,
                     len(rows), 100 * beyond / len(rows), trained, checkpoint_dir,
                     trained, trained)
     return beyond
