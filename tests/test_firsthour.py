@@ -285,7 +285,8 @@ def test_a_hub_id_is_downloaded_and_converted(capsys, hub_state, monkeypatch, tm
 
 @pytest.fixture(scope="module")
 def capped_run(tmp_path_factory, write_tiny_corpus):
-    """A tiny `pretrain` stopped at once by its time cap: (run dir, stderr)."""
+    """A tiny `pretrain` stopped at once by its time cap: (run dir, stderr); its stdout is
+    the JSON alone."""
     root = tmp_path_factory.mktemp("capped")
     corpus = write_tiny_corpus(root / "tiny.txt")
     sets = [f"data.corpus={corpus}", f"data.cache_dir={root / 'cache'}", "data.vocab_size=128",
@@ -297,9 +298,11 @@ def capped_run(tmp_path_factory, write_tiny_corpus):
             "train.max_minutes=1e-9", "train.milestones=()", f"train.out_dir={root / 'run'}"]
     import contextlib
     import io
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         assert main(["pretrain", *[a for s in sets for a in ("--set", s)]]) == 0
+    result = json.loads(out.getvalue())  # stdout is one JSON document; people read stderr
+    assert result["stopped_by"] == "max_minutes"
     return root / "run", err.getvalue()
 
 
