@@ -24,9 +24,10 @@ import logging
 import shlex
 import sys
 
+from . import __version__
 from .config import PRESETS, apply_overrides, preset
 from .safeio import refuse_overwrite, sigterm_raises
-from .usage import USER_ERRORS, error_line, finish_help, next_commands
+from .usage import USER_ERRORS, error_line, finish_help, next_commands, time_cap_note
 
 # What the GPU presets add on a machine with a CUDA GPU, unless the command line sets these keys:
 # bf16 autocast (fp32 where the GPU has no bf16) and one compiled graph. A CPU run keeps fp32 and
@@ -75,7 +76,11 @@ def cmd_pretrain(args) -> dict | None:
     if launched():  # under torchrun: one process per GPU, rank 0 prints
         return pretrain_distributed(pretrain_config(args), resume=args.resume)
     from .training.loop import pretrain
-    result = pretrain(pretrain_config(args), resume=args.resume)
+    cfg = pretrain_config(args)
+    result = pretrain(cfg, resume=args.resume)
+    if result.get("stopped_by") == "max_minutes":  # said, not only in the JSON
+        print(time_cap_note(result, max_steps=cfg.train.max_steps,
+                            max_minutes=cfg.train.max_minutes, argv=args.argv), file=sys.stderr)
     print(next_commands(result["out_dir"]), file=sys.stderr)
     return result
 
@@ -97,13 +102,18 @@ def shipped_checkpoint(args) -> str:
 
 def cmd_finetune(args) -> dict:
     from .tasks.finetune import finetune
+    from .tasks.summary import finetune_summary
     from .tasks.userdata import Columns
     columns = Columns(args.text_column, args.text_pair_column, args.label_column)
     checkpoint = shipped_checkpoint(args)
-    return finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
-                    overrides=args.set, max_train_examples=args.max_train_examples,
-                    train=args.train, dev=args.dev, columns=columns,
-                    regression=True if args.regression else None)
+    flags = [f"finetune.long_text={args.long_text}", f"finetune.keep_epoch={args.keep_epoch}"]
+    flags += ["finetune.from_scratch=true"] if args.from_scratch else []
+    result = finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
+                      overrides=flags + args.set, max_train_examples=args.max_train_examples,
+                      train=args.train, dev=args.dev, columns=columns,
+                      regression=True if args.regression else None)
+    print(finetune_summary(result, args.out, inputs=args.dev), file=sys.stderr)  # for people
+    return result
 
 
 def cmd_glue(args) -> dict:
@@ -117,12 +127,13 @@ def cmd_glue(args) -> dict:
 
 
 def cmd_predict(args) -> dict:
-    from .tasks.predict import read_pairs, run_predict
+    from .tasks.predict import run_predict
     if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
-        raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (one input a line, "
-                         "A<TAB>B for pairs)")
-    pairs = read_pairs(args.file) if args.file else [(args.sentences + [None])[:2]]
-    return run_predict(args.model, pairs)
+        raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (a CSV, TSV or JSONL "
+                         "file with a text column, or one input a line, A<TAB>B for pairs)")
+    pairs = [] if args.file else [(args.sentences + [None])[:2]]
+    return run_predict(args.model, pairs, file=args.file, text_column=args.text_column,
+                       text_pair_column=args.text_pair_column, long_text=args.long_text)
 
 
 def cmd_convert(args) -> dict:
@@ -167,6 +178,8 @@ def cmd_viz(args):
                    words=args.words, heldout_examples=args.heldout_examples)
 
 
+LONG, LONG_HELP = ["truncate", "windows"], ("texts over finetune.max_seq_len tokens: cut, or "
+                                             "read whole in overlapping windows, logits averaged")
 CKPT_HELP = ("the model to fine-tune (default: bundled, the packaged one): a checkpoint "
              "dir (minielectra or transformers), a `pretrain --out` run dir "
              "(its latest checkpoint), or 'bundled'")
@@ -193,6 +206,11 @@ def _add_finetune(sub, sets: dict) -> None:
     p.add_argument("--seeds", type=int, default=1, help="runs; the median is the score")
     p.add_argument("--max-train-examples", type=int, help="a fixed random subset (CPU runs; "
                    "default: the whole training set)")
+    p.add_argument("--from-scratch", action="store_true", help="start from random weights of "
+                   "the checkpoint's shape (same tokenizer): the no-pre-training baseline")
+    p.add_argument("--long-text", choices=LONG, default="truncate", help=LONG_HELP)
+    p.add_argument("--keep-epoch", choices=["best", "last"], default="best", help="the epoch "
+                   "kept: best dev score (a little optimistic there), or last (the paper's)")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_finetune)
 
@@ -267,8 +285,13 @@ def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="score sentences or pairs with a fine-tuned model (JSON)")
     p.add_argument("--model", required=True, help="a `minielectra finetune --out` directory")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B)")
-    p.add_argument("--file", help="inputs, one a line: A, or A<TAB>B (default: the SENTENCE "
-                   "arguments)")
+    p.add_argument("--file", help="inputs: a .csv, .tsv or .jsonl file with a text column "
+                   "(and a second one for pairs), or one input a line, A or A<TAB>B (default: "
+                   "the SENTENCE arguments)")
+    p.add_argument("--text-column", help="with --file: its text (default: the model's, or text)")
+    p.add_argument("--text-pair-column", help="with --file: a pair's second text (default: the "
+                   "model's, or text_pair)")
+    p.add_argument("--long-text", choices=LONG, help=LONG_HELP + " (default: as fine-tuned)")
     p.set_defaults(func=cmd_predict)
 
 
@@ -339,9 +362,9 @@ def _add_viz(sub) -> None:
                    help="join word pieces into words in the figures (default: pieces)")
     p.add_argument("--run", metavar="DIR", help="a `pretrain --out` dir: its training report, "
                    "checkpoint slider and held-out calibration (default: none, the --text view)")
-    p.add_argument("--heldout-examples", type=int, default=512, metavar="N",
+    p.add_argument("--heldout-examples", type=int, metavar="N",
                    help="with --run: held-out examples for calibration and precision-recall "
-                        "(default 512; 0: skip)")
+                        "(default: all, as evaluate scores them; 0: skip)")
     p.add_argument("--force", action="store_true", help="with --out: replace an existing FILE")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--out", metavar="FILE.html", help="write a standalone page (opens offline; "
@@ -354,6 +377,8 @@ def _add_viz(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="minielectra", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    parser.add_argument("--version", action="version", version=f"minielectra {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     sets = dict(action="append", default=[], metavar="SECTION.KEY=VALUE",
                 help="override any config value, repeatable (default: none)")
@@ -373,6 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     args = build_parser().parse_args(argv)
+    args.argv = argv  # what a command repeats to continue (--resume)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -62,6 +62,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def finish_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.formatter_class = HelpFormatter
+    if parser.epilog is None:  # `minielectra --help`: the first hour, in order
+        parser.epilog = "examples (each command's --help has more):\n" + "\n".join(
+            f"  {EXAMPLES[name]}" for name in ("pretrain", "evaluate", "finetune", "predict"))
     for action in parser._subparsers._group_actions:
         for name, p in action.choices.items():
             p.formatter_class = HelpFormatter
@@ -79,3 +82,13 @@ def next_commands(run: str) -> str:
             "   # the run's report\n"
             f"  minielectra finetune --checkpoint {q} --train TRAIN.csv --dev DEV.csv"
             "   # your labelled data (or --task sst2)")
+
+
+def time_cap_note(result: dict, *, max_steps: int, max_minutes: float, argv: list[str]) -> str:
+    """The line a run stopped by its time cap (``train.max_minutes``) ends with: where it
+    stopped, that the checkpoint is saved, and the command that continues it."""
+    again = list(argv) + ([] if "--resume" in argv else ["--resume"])
+    return (f"minielectra pretrain: stopped by the time cap train.max_minutes={max_minutes:g} at "
+            f"step {result['step']} of {max_steps} (checkpoint saved: {result['checkpoint']}); "
+            f"continue with: {shlex.join(['minielectra', *again])} (add --set "
+            "train.max_minutes=0 for no cap)")

@@ -101,6 +101,8 @@ def load_pretrained(path: str | Path, model_class: type[nn.Module], *,
 
 
 def _load_hf(path: Path, model_class, generator) -> nn.Module:
+    if generator is not None:  # a hub model id too (google/electra-small-generator)
+        generator = resolve_bundled(generator)
     try:
         return hf.load(path, model_class, generator=generator)
     except pickle.UnpicklingError as e:  # torch.load(weights_only=True) refused to run code

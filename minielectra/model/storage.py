@@ -210,9 +210,14 @@ BUNDLED = Path(__file__).parents[1] / "assets" / "bundled"
 
 
 def resolve_bundled(path: str | Path) -> Path:
-    """``"bundled"`` -> the packaged checkpoint; any other path unchanged."""
+    """``"bundled"`` -> the packaged checkpoint; a hub model id (``google/electra-small-
+    discriminator``, not a local path) -> its downloaded directory (:mod:`.hubmodels`); any
+    other path unchanged."""
+    from .hubmodels import hub_model_dir, is_hub_id
     if str(path) == "bundled":
         if not (BUNDLED / CONFIG).is_file():
             raise FileNotFoundError(f"the bundled checkpoint is missing from {BUNDLED}")
         return BUNDLED
+    if is_hub_id(path):
+        return hub_model_dir(str(path))
     return Path(path)

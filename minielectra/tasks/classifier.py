@@ -86,6 +86,12 @@ class FinetuneConfig:
     # Re-initialise the encoder at random (same shape and tokenizer): the no-pre-training baseline.
     from_scratch: bool = False
     vocab: str | None = None  # a vocab.txt for checkpoints that ship no tokenizer
+    # A text longer than max_seq_len: "truncate" cuts it (the paper); "windows" reads a single
+    # text whole in half-overlapping windows, averaging their logits (see .windows).
+    long_text: typing.Literal["truncate", "windows"] = "truncate"
+    # The model a run keeps: "last", after the last epoch (the paper), or "best", the epoch with
+    # the best dev score (every epoch is scored on the dev set either way).
+    keep_epoch: typing.Literal["last", "best"] = "last"
     device: str = "auto"
     # CPU threads for this run (0: torch's default). Tiny models on a busy machine run faster
     # on 1 thread than on 2 that wait on each other.
@@ -111,6 +117,11 @@ class FinetuneConfig:
             raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
         if self.schedule not in ("official", "linear"):
             raise ValueError(f"finetune.schedule must be official|linear, got {self.schedule!r}")
+        for name, valid in (("long_text", ("truncate", "windows")),
+                            ("keep_epoch", ("last", "best"))):
+            if getattr(self, name) not in valid:
+                raise ValueError(f"finetune.{name} must be {'|'.join(valid)}, got "
+                                 f"{getattr(self, name)!r}")
         if self.loss_reduction not in ("sum", "mean"):
             raise ValueError(f"finetune.loss_reduction must be sum|mean, got "
                              f"{self.loss_reduction!r}")

@@ -38,12 +38,14 @@ from ..training.checkpoints import resolve_checkpoint
 from ..training.optim import AdamWeightDecay
 from . import glue, metrics
 from .classifier import (FinetuneConfig, SequenceClassifier, apply_finetune_overrides,
-                         build_classifier, collate, encode, layerwise_param_groups, lr_factor,
-                         predict_batches, task_loss)
+                         build_classifier, collate, layerwise_param_groups, lr_factor, task_loss)
+from .epochs import EpochScores
 from .glue import Task
 from .output import finetune_output
 from .saved import save_finetuned
 from .userdata import Columns, UserTask, task_from_files, task_from_hub
+from .windows import (Encoded, encode_texts, predict_texts, warn_long,
+                      warn_untrained_positions)
 
 # ------------------------------------------------------------------------------------- data
 
@@ -58,6 +60,8 @@ class TaskData:
     dev_labels: list
     raw_train_examples: int  # after max_train_examples, before MRPC/STS-B doubling
     available_train_examples: int  # the whole training set
+    dev_owner: list[int] | None = None  # with long_text="windows": each dev row's text
+    long_texts: dict[str, int] = dataclasses.field(default_factory=dict)  # texts too long
 
 
 def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
@@ -72,9 +76,15 @@ def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
     raw = len(train)
     if task.swap_augment and cfg.double_unordered:
         train = glue.swap_segments(train)
-    return TaskData(encode(tokenizer, train, cfg.max_seq_len), [e.label for e in train],
-                    encode(tokenizer, dev, cfg.max_seq_len), [e.label for e in dev], raw,
-                    len(full))
+    mode = cfg.long_text
+    tr, dv = (encode_texts(tokenizer, split, cfg.max_seq_len, long_text=mode)
+              for split in (train, dev))
+    for enc, what in ((tr, "training"), (dv, "dev")):
+        warn_long(enc, f"{task.name}, {what} set", mode, pairs=task.is_pair)
+    labels = [e.label for e in train]
+    return TaskData(tr.rows, labels if tr.owner is None else [labels[t] for t in tr.owner],
+                    dv.rows, [e.label for e in dev], raw, len(full), dv.owner,
+                    {"train": tr.long, "dev": dv.long})
 
 
 # ------------------------------------------------------------------------- train and evaluate
@@ -114,8 +124,10 @@ def batch_order(n: int, batch_size: int, epochs: int, gen: torch.Generator, *,
 
 
 def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg: FinetuneConfig,
-                     *, seed: int, pad_id: int, progress: bool = True) -> dict[str, Any]:
-    """The recipe's optimisation loop; data order from a generator seeded with ``seed``."""
+                     *, seed: int, pad_id: int, progress: bool = True,
+                     on_epoch=None) -> dict[str, Any]:
+    """The recipe's optimisation loop; data order from a generator seeded with ``seed``.
+    ``on_epoch(epoch)`` (1-based) runs after each epoch's last step (:mod:`.epochs`)."""
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
     epochs = cfg.epochs or task.epochs
@@ -125,6 +137,7 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
     order = batch_order(len(data.train), cfg.batch_size, epochs, gen,
                         shuffle_buffer=cfg.shuffle_buffer)
     total = len(order)
+    per_epoch = total // epochs  # both orders take ceil(n / batch_size) steps an epoch
     warmup = int(cfg.warmup_fraction * total)
     opt = AdamWeightDecay(layerwise_param_groups(model, cfg), lr=cfg.learning_rate,
                           betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
@@ -152,6 +165,8 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
             opt.step()
             losses.append(loss.item() / (len(idx) if cfg.loss_reduction == "sum" else 1))
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", refresh=False)
+            if on_epoch is not None and (step + 1) % per_epoch == 0:
+                on_epoch((step + 1) // per_epoch)
     return {"epochs": epochs, "steps": total, "warmup_steps": warmup,
             "final_train_loss": float(np.mean(losses[-20:]))}
 
@@ -159,8 +174,8 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
 def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: FinetuneConfig, *,
              pad_id: int) -> dict[str, float]:
     """Every metric of ``task`` on its dev set, in percent."""
-    outputs, _ = predict_batches(model, task, data.dev, pad_id=pad_id,
-                                 batch_size=cfg.eval_batch_size)
+    dev = Encoded(data.dev, data.dev_owner, len(data.dev_labels), 0, cfg.max_seq_len)
+    outputs, _ = predict_texts(model, task, dev, pad_id=pad_id, batch_size=cfg.eval_batch_size)
     return metrics.compute_metrics(task, outputs, np.asarray(data.dev_labels))
 
 
@@ -203,14 +218,16 @@ def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneCon
              seed: int, out: Path | None, progress: bool) -> dict[str, Any]:
     torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
     model = build_classifier(pretrained, task, cfg).to(_device(cfg.device))
+    epochs = EpochScores(model, lambda: evaluate(model, task, data, cfg, pad_id=tokenizer.pad_id),
+                         task.metric, keep=cfg.keep_epoch)  # the dev set after every epoch
     t0 = time.perf_counter()
     info = train_classifier(model, task, data, cfg, seed=seed, pad_id=tokenizer.pad_id,
-                            progress=progress)
-    t1 = time.perf_counter()
-    metrics = evaluate(model, task, data, cfg, pad_id=tokenizer.pad_id)
-    run = {"seed": seed, "score": metrics[task.metric], "metrics": metrics, **info,
-           "train_seconds": round(t1 - t0, 2),
-           "eval_seconds": round(time.perf_counter() - t1, 2)}
+                            progress=progress, on_epoch=epochs)
+    metrics, kept = epochs.finish()
+    seconds = time.perf_counter() - t0
+    run = {"seed": seed, "score": metrics[task.metric], "metrics": metrics, **info, **kept,
+           "train_seconds": round(seconds - epochs.seconds, 2),
+           "eval_seconds": round(epochs.seconds, 2)}
     if out is not None:
         save_finetuned(model, tokenizer, task, cfg, out, result=run)
     return run
@@ -237,7 +254,10 @@ def _summarise(task: Task, runs: list[dict], data: TaskData, cfg: FinetuneConfig
         "train_examples": data.raw_train_examples,
         "train_examples_available": data.available_train_examples,
         "train_subset": data.raw_train_examples < data.available_train_examples,
-        "train_examples_used": len(data.train), "dev_examples": len(data.dev),
+        "train_examples_used": len(data.train), "dev_examples": len(data.dev_labels),
+        "kept_epoch": best.get("kept_epoch"), "best_epoch": best.get("best_epoch"),
+        "epoch_scores": best.get("epoch_scores"),
+        "texts_over_max_seq_len": data.long_texts,
         "config": dataclasses.asdict(cfg), "runs": runs,
     }
 
@@ -261,6 +281,7 @@ def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *
     tokenizer = get_tokenizer(pretrained, cfg)
     data = prepare_data(task, tokenizer, cfg, data_dir=data_dir,
                         max_train_examples=max_train_examples)
+    warn_untrained_positions(source, data.train, f"{task.name}, training set")
     save = out is not None and save_model
     threads = torch.get_num_threads()
     if cfg.num_threads > 0:

@@ -1,23 +1,23 @@
 """Fine-tuned models on disk, and scoring new sentences (or sentence pairs) with them.
 
 A ``minielectra finetune --out DIR`` directory (:mod:`.saved`) holds everything needed to score
-new text. ``minielectra predict --model DIR SENTENCE [SENTENCE_B]`` is
-:func:`run_predict`; text is encoded exactly as in fine-tuning (``[CLS] A [SEP] B [SEP]``,
-longest-first truncation to the run's ``max_seq_len``).
+new text. ``minielectra predict --model DIR SENTENCE [SENTENCE_B]`` (or ``--file F``: a CSV, TSV or
+JSONL file with a text column, or one input a line, :mod:`.textfiles`) is :func:`run_predict`;
+text is encoded exactly as in fine-tuning (``[CLS] A [SEP] B [SEP]``, longest-first truncation
+to the run's ``max_seq_len``, or the windows of :mod:`.windows`).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
-from .classifier import encode, predict_batches
-from .glue import Example, Task, read_text
+from .glue import Example, Task
 from .saved import Finetuned, load_finetuned
+from .textfiles import read_inputs, read_lines
+from .windows import encode_texts, predict_texts, warn_long
 
 Pair = tuple[str, "str | None"]
 
@@ -37,16 +37,20 @@ def _examples(task: Task, pairs: Sequence[str | Pair]) -> list[Example]:
 
 
 def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
-            *, batch_size: int = 128) -> list[dict[str, Any]]:
+            *, batch_size: int = 128, long_text: str | None = None) -> list[dict[str, Any]]:
     """Score new sentences (single-sentence tasks) or ``(a, b)`` pairs with a fine-tuned model.
 
     Classification: ``{"label", "label_id", "probabilities": {name: p}}``; regression:
-    ``{"score"}`` on the labels' scale (STS-B: 0-5).
+    ``{"score"}`` on the labels' scale (STS-B: 0-5). ``long_text``: ``"truncate"`` or
+    ``"windows"`` for texts over the model's length (:mod:`.windows`; default: as fine-tuned).
     """
     ft = finetuned if isinstance(finetuned, Finetuned) else load_finetuned(finetuned)
-    encoded = encode(ft.tokenizer, _examples(ft.task, pairs), ft.config.max_seq_len)
-    outputs, logits = predict_batches(ft.model, ft.task, encoded, pad_id=ft.tokenizer.pad_id,
-                                      batch_size=batch_size)
+    mode = long_text or ft.config.long_text
+    enc = encode_texts(ft.tokenizer, _examples(ft.task, pairs), ft.config.max_seq_len,
+                       long_text=mode)
+    warn_long(enc, "predict", mode, pairs=ft.task.is_pair)
+    outputs, logits = predict_texts(ft.model, ft.task, enc, pad_id=ft.tokenizer.pad_id,
+                                    batch_size=batch_size)
     if ft.task.is_regression:
         return [{"score": float(s)} for s in outputs]
     probs = torch.from_numpy(logits).softmax(-1).numpy()
@@ -57,24 +61,21 @@ def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
 
 
 def read_pairs(path: str | Path) -> list[Pair]:
-    """A file of inputs, one a line: sentence A, or A, a tab, and B. Read with ``QUOTE_NONE``,
-    as the GLUE files are (a stray quote is text, not a field delimiter); blank lines skipped.
-    A file with no input, or a line with more than two fields, is refused naming the file (and
-    the 1-based line numbers)."""
-    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t",
-                        quoting=csv.QUOTE_NONE)  # read_text refuses binary and non-UTF-8 files
-    rows = [(reader.line_num, r) for r in reader if any(r)]
-    bad = [line for line, r in rows if len(r) > 2]
-    if bad:
-        raise ValueError(f"{path}: line(s) {bad[:5]} have more than two tab-separated fields")
-    if not rows:
-        raise ValueError(f"{path}: no input in the file (one sentence, or A<TAB>B, a line)")
-    return [(r[0], r[1] if len(r) == 2 else None) for _, r in rows]
+    """A file of inputs, one a line (:func:`.textfiles.read_lines`)."""
+    return read_lines(path)
 
 
-def run_predict(model: str | Path, pairs: Sequence[str | Pair]) -> dict[str, Any]:
-    """``minielectra predict``: each input with its prediction, as JSON-ready dicts."""
+def run_predict(model: str | Path, pairs: Sequence[str | Pair] = (), *,
+                file: str | Path | None = None, text_column: str | None = None,
+                text_pair_column: str | None = None,
+                long_text: str | None = None) -> dict[str, Any]:
+    """``minielectra predict``: each input (``pairs``, or those of ``file``:
+    :func:`.textfiles.read_inputs`) with its prediction, as JSON-ready dicts."""
     ft = load_finetuned(model)
+    if file is not None:
+        pairs = read_inputs(file, inputs=ft.task.hub_fields, pair=ft.task.is_pair,
+                            text_column=text_column, text_pair_column=text_pair_column)
     pairs = [(p, None) if isinstance(p, str) else (p[0], p[1]) for p in pairs]
-    rows = [{"text_a": a, "text_b": b, **p} for (a, b), p in zip(pairs, predict(ft, pairs))]
+    rows = [{"text_a": a, "text_b": b, **p}
+            for (a, b), p in zip(pairs, predict(ft, pairs, long_text=long_text))]
     return {"model": str(model), "task": ft.task.name, "predictions": rows}

@@ -12,6 +12,7 @@ stopping (:mod:`.interrupt`), so ``--resume`` can always continue.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -227,14 +228,15 @@ class Run:
 
 
 def print_summary(summary: dict[str, Any]) -> None:
+    """Two lines for people, on stderr: stdout is the command's JSON, for scripts."""
     r = summary["heldout"]
     if "disc_auc" not in r:  # an MLM objective (objectives.masked_lm): no discriminator
         print(f"held-out ({r['examples']} examples): mlm_accuracy {r['mlm_accuracy']:.4f}  "
-              f"mlm_loss {r['mlm_loss']:.4f}")
+              f"mlm_loss {r['mlm_loss']:.4f}", file=sys.stderr)
     else:
         print(f"held-out ({r['examples']} examples): disc_auc {r['disc_auc']:.4f} (without [CLS]/"
               f"[SEP] {r['disc_auc_text']:.4f})  disc_accuracy {r['disc_accuracy']:.4f}  "
               f"disc_precision {r['disc_precision']:.4f}  disc_recall {r['disc_recall']:.4f}  "
-              f"gen_accuracy {r['gen_accuracy']:.4f}")
+              f"gen_accuracy {r['gen_accuracy']:.4f}", file=sys.stderr)
     print(f"checkpoint: {summary['checkpoint']}  (step {summary['step']}, stopped by "
-          f"{summary['stopped_by']}, {summary['elapsed_s']} s)")
+          f"{summary['stopped_by']}, {summary['elapsed_s']} s)", file=sys.stderr)

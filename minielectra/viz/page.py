@@ -94,12 +94,15 @@ def viz_text(checkpoint: str | Path = "bundled", text: str = "", *,
 
 def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
             replace: dict[int, str] | None = None, seed: int = 0, words: bool = False,
-            heldout_examples: int = 512) -> dict:
+            heldout_examples: int | None = None) -> dict:
     """A run's page: training report, checkpoint slider (two or more checkpoints; the sentence
     is ``text`` or the first held-out example), held-out calibration and precision-recall of the
-    last checkpoint (skipped with ``heldout_examples=0``)."""
+    last checkpoint on its held-out examples: all of them, as ``minielectra evaluate`` scores
+    (same count, same AUC), or ``heldout_examples`` evenly spaced ones (0: skipped)."""
     if text is not None and not text.strip():
         raise ValueError("the text is empty: give a sentence to score (--text), or leave it out")
+    if heldout_examples is not None and heldout_examples < 0:
+        raise ValueError(f"--heldout-examples must be >= 0 (0 skips them), got {heldout_examples}")
     metrics = read_metrics(run_dir)
     name = Path(run_dir).name
     sections = [("Training report", HOW_TO_READ["report"],
@@ -108,7 +111,7 @@ def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
     result = {"out": str(out), "records": len(metrics), "checkpoints": [s for s, _ in found]}
     if found:
         last = load_checkpoint(found[-1][1])
-        dataset = heldout_dataset(last) if text is None or heldout_examples else None
+        dataset = heldout_dataset(last) if text is None or heldout_examples != 0 else None
         text = text if text is not None else heldout_text(last, dataset=dataset)
         result["text"] = text
         frames = score_checkpoints(found, text, replace=replace, seed=seed, last=last)
@@ -118,12 +121,13 @@ def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
         else:
             sections.append(("The last checkpoint on one sentence", HOW_TO_READ["strip"],
                              token_strip(frames[-1][1], words=words)))
-        if heldout_examples:
+        if heldout_examples != 0:
             s = heldout_scores(last, max_examples=heldout_examples, dataset=dataset)
-            result["heldout_auc"] = s["auc"]
+            result["heldout_auc"], result["heldout_examples"] = s["auc"], s["examples"]
+            of = "" if s["examples"] == len(dataset) else f" of {len(dataset)}"
             sections.append(("Held-out calibration and precision-recall", HOW_TO_READ["heldout"],
                              heldout_figure(s["p_replaced"], s["replaced"], title=(
-                                 f"step {found[-1][0]}, {s['examples']} held-out examples, "
+                                 f"step {found[-1][0]}, {s['examples']}{of} held-out examples, "
                                  f"AUC {s['auc']:.3f}"))))
     write_page(sections, out, title=f"minielectra viz: run {name}")
     return result

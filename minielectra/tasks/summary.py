@@ -1,0 +1,44 @@
+"""What ``minielectra finetune`` says to a person when it ends (stdout keeps the JSON for scripts).
+
+Example::
+
+    finetune reviews.csv: dev accuracy 84.2 (seed 0; epoch 2 of 3 kept, the best on this dev
+    set; 500 dev examples)
+    model: runs/reviews
+    next: minielectra predict --model runs/reviews --file reviews_dev.csv
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+
+def _epoch_note(r: dict[str, Any]) -> str:
+    scores = r.get("epoch_scores") or []
+    if len(scores) < 2:
+        return ""
+    kept, best = r["kept_epoch"], r["best_epoch"]
+    if r["config"]["keep_epoch"] == "best":
+        return f"; epoch {kept} of {len(scores)} kept, the best on this dev set"
+    return f"; the last of {len(scores)} epochs" + (f", epoch {best} scored best" if best != kept
+                                                    else "")
+
+
+def finetune_summary(result: dict[str, Any], out: str | Path | None, *,
+                     inputs: str | Path | None = None) -> str:
+    """Three lines: the dev score rounded, where the model is, and the command to run next
+    (``predict --file inputs`` when a file of inputs is at hand, e.g. the dev file)."""
+    seeds = result.get("seeds") or [result["median_seed"]]
+    who = (f"seed {result['median_seed']}" if len(seeds) == 1 else
+           f"median of {len(seeds)} seeds, seed {result['median_seed']}")
+    lines = [f"finetune {result['task']}: dev {result['metric']} {result['score']:.1f} "
+             f"({who}{_epoch_note(result)}; {result['dev_examples']} dev examples)"]
+    if out is None:
+        lines.append("model: not saved (give --out DIR to keep it for predict)")
+        return "\n".join(lines)
+    what = (f"--file {shlex.quote(str(inputs))}" if inputs is not None else
+            '"a new sentence"')
+    lines += [f"model: {out}", f"next: minielectra predict --model {shlex.quote(str(out))} {what}"]
+    return "\n".join(lines)
