@@ -42,6 +42,7 @@ from .classifier import (FinetuneConfig, SequenceClassifier, apply_finetune_over
                          predict_batches, task_loss)
 from .glue import Task
 from .saved import save_finetuned
+from .squad_finetune import TASKS as SQUAD_TASKS, finetune_squad
 from .userdata import Columns, UserTask, task_from_files, task_from_hub
 
 # ------------------------------------------------------------------------------------- data
@@ -326,6 +327,14 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
     check_counts(seeds, max_train_examples)
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ValueError(f"{out}: --out is a file; fine-tuning writes a directory there")
+    if isinstance(task, str) and task in SQUAD_TASKS:  # question answering (.squad_finetune)
+        if seeds != 1 or columns != Columns() or regression is not None:
+            raise ValueError(f"--task {task} takes one --seed, and no --seeds, columns or "
+                             "--regression")
+        return finetune_squad(checkpoint, task, out=out, seed=seed, overrides=overrides,
+                              train=train, dev=dev, data_dir=data_dir,
+                              max_train_examples=max_train_examples, progress=progress,
+                              save_model=save_model)
     cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
     task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
     pretrained, source = open_checkpoint(checkpoint)
