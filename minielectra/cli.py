@@ -118,12 +118,9 @@ def cmd_glue(args) -> dict:
 
 def cmd_predict(args) -> dict:
     from .tasks.predict import read_pairs, run_predict
-    from .tasks.squad_model import is_qa_model
+    from .tasks.squad_predict import is_qa_model, run_answer
     if is_qa_model(args.model):  # a SQuAD model: QUESTION PASSAGE
-        from .tasks.squad_predict import run_answer
-        if args.file or len(args.sentences) != 2:
-            raise ValueError(f"{args.model} answers questions: give QUESTION PASSAGE")
-        return run_answer(args.model, *args.sentences)
+        return run_answer(args.model, args.sentences, file=args.file)
     if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
         raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (one input a line, "
                          "A<TAB>B for pairs)")
@@ -290,8 +287,7 @@ def _add_squad_eval(sub) -> None:
     p.add_argument("data", metavar="DATA.json", help="the official data file (.json or "
                    ".json.gz); its version picks the 1.1 or the 2.0 rules")
     p.add_argument("predictions", metavar="PREDICTIONS.json", help="{question id: answer}")
-    p.add_argument("--na-prob-file", metavar="F", help="2.0: {question id: P(no answer)} "
-                   "(default: none)")
+    p.add_argument("--na-prob-file", metavar="F", help="2.0: {id: P(no answer)} (default: none)")
     p.add_argument("--na-prob-thresh", metavar="T", type=float, default=1.0,
                    help="2.0: above this P(no answer) a question counts as answered \"\"")
     p.set_defaults(func=cmd_squad_eval)

@@ -17,7 +17,7 @@ import numpy as np
 from .squad_data import QAExample
 from .squad_features import make_windows
 from .squad_finetune import window_logits
-from .squad_model import FinetunedQA, load_qa
+from .squad_model import FinetunedQA, is_qa_model, load_qa  # noqa: F401 (is_qa_model: the CLI's)
 from .squad_post import na_probability, question_spans, softmax
 
 
@@ -64,8 +64,11 @@ def answer(finetuned: FinetunedQA | str | Path, question: str, context: str, *,
             "view": _token_view(qa, windows[shown], logits[shown], best)}
 
 
-def run_answer(model: str | Path, question: str, context: str) -> dict[str, Any]:
-    """``minielectra predict`` for a SQuAD model: the answer as JSON (without the token view)."""
-    result = answer(load_qa(model), question, context)
+def run_answer(model: str | Path, inputs: list[str], *, file=None) -> dict[str, Any]:
+    """``minielectra predict`` for a SQuAD model (``inputs``: QUESTION PASSAGE): the answer as
+    JSON, without the token view."""
+    if file or len(inputs) != 2:
+        raise ValueError(f"{model} answers a question about a passage: give QUESTION PASSAGE")
+    result = answer(load_qa(model), *inputs)
     result.pop("view")
     return {"model": str(model), **result}
