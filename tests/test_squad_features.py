@@ -148,3 +148,23 @@ def test_windows_cover_every_token_once_as_max_context(tok):
     ids, offsets = tok.encode_offsets(context)
     assert sorted(scored) == sorted(offsets)  # each passage token scored in exactly one window
     assert all(len(w.input_ids) <= 32 for w in windows)
+
+
+def test_hub_rows_nest_back_into_the_official_format(tmp_path, monkeypatch):
+    """``from_hub`` on a local dataset folder in the hub's row format (what ``rajpurkar/squad_v2``
+    serves: one row per question, answers as parallel lists)."""
+    pytest.importorskip("datasets")
+    rows = [{"id": "a", "title": "T", "context": "The cat sat.", "question": "who?",
+             "answers": {"text": ["cat"], "answer_start": [4]}},
+            {"id": "b", "title": "T", "context": "The cat sat.", "question": "why?",
+             "answers": {"text": [], "answer_start": []}},
+            {"id": "c", "title": "U", "context": "Dogs bark.", "question": "what?",
+             "answers": {"text": ["bark"], "answer_start": [5]}}]
+    (tmp_path / "validation.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    monkeypatch.setitem(squad_data.HUB_NAMES, "squad_v2", str(tmp_path))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    s = squad_data.load_split("squad_v2", "dev", data_dir=tmp_path / "none")
+    assert s.is_v2 and [a["title"] for a in s.dataset["data"]] == ["T", "U"]
+    assert [len(p["qas"]) for a in s.dataset["data"] for p in a["paragraphs"]] == [2, 1]
+    assert [(e.qid, e.is_impossible, e.answers) for e in s.examples] == [
+        ("a", False, (("cat", 4),)), ("b", True, ()), ("c", False, (("bark", 5),))]
