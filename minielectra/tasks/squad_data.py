@@ -177,9 +177,11 @@ def from_hub(task: str, split: str) -> SquadSet:
         import datasets
         rows = datasets.load_dataset(HUB_NAMES[task], split=split)
     except Exception as e:  # offline, no `datasets`, a hub error: all the same to the user
+        hint = ("give --train FILE (official JSON), or --set squad.train_articles=N to train "
+                "on the first N articles of the dev set" if split == "train" else
+                "give --dev FILE (official JSON) or a data directory with squad/")
         raise ValueError(f"cannot load {HUB_NAMES[task]} ({split}) from the hub "
-                         f"({type(e).__name__}: {e}); give the official JSON with --train/--dev "
-                         "or a data directory with squad/") from None
+                         f"({type(e).__name__}: {e}); {hint}") from None
     articles: dict[str, dict[str, list]] = {}
     for r in rows:
         pars = articles.setdefault(r["title"], {})
