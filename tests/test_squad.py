@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from minielectra.cli import main
+from minielectra.model.convert import convert
 from minielectra.model.electra import Electra
 from minielectra.tasks.squad_data import QAExample
 from minielectra.tasks.squad_features import Window, make_windows
@@ -75,14 +76,16 @@ def test_head_loads_from_bundled_and_transformers_checkpoints(bundled, tmp_path)
     torch.manual_seed(0)
     disc = transformers.ElectraForPreTraining(cfg).eval()
     disc.save_pretrained(tmp_path / "hf")
-    qa = build_span_qa(Electra.from_pretrained(tmp_path / "hf"), FinetuneConfig()).eval()
+    convert(tmp_path / "hf", tmp_path / "converted", direction="from_hf")
     ids = torch.randint(5, 50, (2, 12))
     types = torch.tensor([[0] * 5 + [1] * 7] * 2)
     mask = torch.ones_like(ids)
-    ours = qa.encoder(ids, mask, types)
     theirs = disc.electra(input_ids=ids, attention_mask=mask,
                           token_type_ids=types).last_hidden_state
-    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4)
+    for source in ("hf", "converted"):  # read directly, and after `minielectra convert`
+        qa = build_span_qa(Electra.from_pretrained(tmp_path / source), FinetuneConfig()).eval()
+        torch.testing.assert_close(qa.encoder(ids, mask, types), theirs, atol=1e-5, rtol=1e-4)
+        assert qa(ids, mask, types)[0].shape == (2, 12)
 
 
 def _window(example, n, offsets, max_context=None):

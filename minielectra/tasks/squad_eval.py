@@ -30,7 +30,7 @@ import string
 import sys
 from typing import Mapping
 
-from .squad_data import is_v2
+from .squad_data import is_v2, load_file, read_json_object
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = set(string.punctuation)
@@ -169,7 +169,6 @@ def evaluate(dataset: dict, predictions: Mapping[str, str], *,
 def run_squad_eval(data_file, predictions_file, *, na_prob_file=None,
                    na_prob_thresh: float = 1.0) -> dict[str, float]:
     """``minielectra squad-eval``: the files (``.json`` or ``.json.gz``) in, the scores out."""
-    from .squad_data import load_file, read_json_object
     squad = load_file(data_file)
     preds = read_json_object(predictions_file, "predictions ({id: answer})")
     probs = None if na_prob_file is None else read_json_object(na_prob_file,
