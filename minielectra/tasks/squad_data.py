@@ -150,9 +150,9 @@ def parse(dataset: dict, *, source: str) -> SquadSet:
 def trainable(examples: list[QAExample]) -> list[QAExample]:
     """The questions a model can learn from: no answer (2.0), or a first answer that really is
     at its ``answer_start`` (the official code trains on the first answer only)."""
-    return [e for e in examples if e.is_impossible
-            or e.context[e.answers[0][1]:e.answers[0][1] + len(e.answers[0][0])]
-            == e.answers[0][0]]
+    return [e for e in examples if e.is_impossible or (
+        e.answers[0][0].strip()
+        and e.context[e.answers[0][1]:e.answers[0][1] + len(e.answers[0][0])] == e.answers[0][0])]
 
 
 def load_file(path: str | Path) -> SquadSet:

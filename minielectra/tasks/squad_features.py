@@ -95,7 +95,10 @@ def make_windows(tokenizer, example: QAExample, index: int, *, max_len: int, str
     owner = max_context_windows(spans, len(ids))
     answer = None
     if training and not example.is_impossible:
-        answer = answer_tokens(offsets, example.answers[0][1], example.answers[0][0])
+        try:
+            answer = answer_tokens(offsets, example.answers[0][1], example.answers[0][0])
+        except ValueError as e:
+            raise ValueError(f"question {example.qid}: {e}") from None
     head = [tokenizer.cls_id] + q_ids + [tokenizer.sep_id]
     windows = []
     for w, (first, length) in enumerate(spans):
