@@ -168,3 +168,11 @@ def test_hub_rows_nest_back_into_the_official_format(tmp_path, monkeypatch):
     assert [len(p["qas"]) for a in s.dataset["data"] for p in a["paragraphs"]] == [2, 1]
     assert [(e.qid, e.is_impossible, e.answers) for e in s.examples] == [
         ("a", False, (("cat", 4),)), ("b", True, ()), ("c", False, (("bark", 5),))]
+
+
+def test_dev_set_from_a_data_directory(tmp_path):
+    (tmp_path / "squad").mkdir()
+    with gzip.open(tmp_path / "squad" / "dev-v1.1.json.gz", "wt") as f:
+        json.dump(squad([par("The cat sat.", ("q1", "cat", 4))]), f)
+    s = squad_data.load_split("squad", "dev", data_dir=tmp_path)
+    assert s.source.endswith("dev-v1.1.json.gz") and [e.qid for e in s.examples] == ["q1"]

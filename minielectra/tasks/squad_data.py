@@ -23,10 +23,11 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..data.corpus import find_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ def load_file(path: str | Path) -> SquadSet:
 
 def data_dir_file(task: str, data_dir: str | Path | None = None) -> Path | None:
     """``squad/dev-v1.1.json`` (or ``.json.gz``) in the data directory, if there."""
-    root = data_dir or os.environ.get("MINIELECTRA_DATA_DIR")
+    root = find_data_dir(data_dir)
     if root is None:
         return None
     for suffix in ("", ".gz"):
