@@ -165,6 +165,8 @@ def _configs(overrides: Sequence[str], max_positions: int) -> tuple[FinetuneConf
     given = {o.partition("=")[0].strip() for o in rest}
     defaults = [f"finetune.{k}={v}" for k, v in RECIPE.items() if f"finetune.{k}" not in given]
     cfg = apply_finetune_overrides(FinetuneConfig(), defaults + list(rest))
+    if cfg.shuffle_buffer:  # the official stream is only reproduced for GLUE's loop
+        raise ValueError("finetune.shuffle_buffer is for GLUE tasks; SQuAD reshuffles each epoch")
     if cfg.max_seq_len > max_positions:
         if "finetune.max_seq_len" in given:
             raise ValueError(f"finetune.max_seq_len {cfg.max_seq_len} exceeds the model's "
