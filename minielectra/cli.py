@@ -9,6 +9,7 @@ evaluate    :func:`minielectra.training.evaluate.evaluate`   JSON metrics
 finetune    :func:`minielectra.tasks.finetune.finetune`      JSON score(s)
 glue        :func:`minielectra.tasks.suite.run_glue`         JSON (table on stderr)
 predict     :func:`minielectra.tasks.predict.run_predict`    JSON predictions
+squad-eval  :func:`minielectra.tasks.squad_eval.run_squad_eval`  JSON: the official SQuAD scores
 convert     :func:`minielectra.model.convert.convert`        the output directory
 experiment  :func:`minielectra.experiments.runner.run_experiment`  JSON summary (tables: OUT/NAME)
 viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``  an HTML page, or JSON records
@@ -128,12 +129,21 @@ def cmd_glue(args) -> dict:
 
 def cmd_predict(args) -> dict:
     from .tasks.predict import run_predict
+    from .tasks.squad_predict import is_qa_model, run_answer
+    if is_qa_model(args.model):  # a SQuAD model: QUESTION PASSAGE
+        return run_answer(args.model, args.sentences, file=args.file)
     if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
         raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (a CSV, TSV or JSONL "
                          "file with a text column, or one input a line, A<TAB>B for pairs)")
     pairs = [] if args.file else [(args.sentences + [None])[:2]]
     return run_predict(args.model, pairs, file=args.file, text_column=args.text_column,
                        text_pair_column=args.text_pair_column, long_text=args.long_text)
+
+
+def cmd_squad_eval(args) -> dict:
+    from .tasks.squad_eval import run_squad_eval
+    return run_squad_eval(args.data, args.predictions, na_prob_file=args.na_prob_file,
+                          na_prob_thresh=args.na_prob_thresh)
 
 
 def cmd_convert(args) -> dict:
@@ -188,10 +198,12 @@ CKPT_HELP = ("the model to fine-tune (default: bundled, the packaged one): a che
 def _add_finetune(sub, sets: dict) -> None:
     p = sub.add_parser("finetune", help="fine-tune on a GLUE task or your own data (JSON)")
     p.add_argument("--checkpoint", help=CKPT_HELP)
-    p.add_argument("--task", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, or a hub "
-                   "dataset hf:NAME[:CONFIG] (default: none; or give --train and --dev)")
+    p.add_argument("--task", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad, "
+                   "squad_v2, or a hub dataset hf:NAME[:CONFIG] (default: none; or give --train "
+                   "and --dev)")
     p.add_argument("--train", metavar="FILE", help="your training data: .csv, .tsv or .jsonl "
-                   "with columns text, [text_pair,] label (default: none)")
+                   "with columns text, [text_pair,] label; with --task squad(_v2): SQuAD JSON "
+                   "(default: none)")
     p.add_argument("--dev", metavar="FILE", help="your dev data, scored after training, same "
                    "format (default: none)")
     p.add_argument("--text-column", default="text", help="column of the text")
@@ -284,7 +296,8 @@ def _add_glue(sub, sets: dict) -> None:
 def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="score sentences or pairs with a fine-tuned model (JSON)")
     p.add_argument("--model", required=True, help="a `minielectra finetune --out` directory")
-    p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B)")
+    p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B); for a "
+                   "`finetune --task squad` model: QUESTION PASSAGE")
     p.add_argument("--file", help="inputs: a .csv, .tsv or .jsonl file with a text column "
                    "(and a second one for pairs), or one input a line, A or A<TAB>B (default: "
                    "the SENTENCE arguments)")
@@ -293,6 +306,17 @@ def _add_predict(sub) -> None:
                    "model's, or text_pair)")
     p.add_argument("--long-text", choices=LONG, help=LONG_HELP + " (default: as fine-tuned)")
     p.set_defaults(func=cmd_predict)
+
+
+def _add_squad_eval(sub) -> None:
+    p = sub.add_parser("squad-eval", help="score SQuAD predictions as the official scripts do")
+    p.add_argument("data", metavar="DATA.json", help="the official data file (.json or "
+                   ".json.gz); its version picks the 1.1 or the 2.0 rules")
+    p.add_argument("predictions", metavar="PREDICTIONS.json", help="{question id: answer}")
+    p.add_argument("--na-prob-file", metavar="F", help="2.0: {id: P(no answer)} (default: none)")
+    p.add_argument("--na-prob-thresh", metavar="T", type=float, default=1.0,
+                   help="2.0: above this P(no answer) a question counts as answered \"\"")
+    p.set_defaults(func=cmd_squad_eval)
 
 
 def _add_convert(sub) -> None:
@@ -388,6 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_finetune(sub, sets)
     _add_glue(sub, sets)
     _add_predict(sub)
+    _add_squad_eval(sub)
     _add_convert(sub)
     _add_experiment(sub, sets)
     _add_lessons(sub)

@@ -45,6 +45,7 @@ EXAMPLES = {
     "convert": "minielectra convert --from-hf electra-small-discriminator --out ckpt/small",
     "experiment": "minielectra experiment tying --preset nano --budget 500 --out experiments",
     "lessons": "minielectra lessons ~/electra-lessons",
+    "squad-eval": "minielectra squad-eval dev-v2.0.json preds.json --na-prob-file na_probs.json",
 }
 
 

@@ -256,6 +256,12 @@ class WordPieceTokenizer:
     def encode(self, text: str) -> list[int]:
         return self.encode_batch([text])[0]
 
+    def encode_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids of ``text`` (no specials) and each token's ``(start, end)`` character span in the
+        original ``text``, accents and case included (question answering cuts answers by them)."""
+        enc = self._tokenizer.encode(text, add_special_tokens=False)
+        return list(enc.ids), [tuple(o) for o in enc.offsets]
+
     def encode_pair(self, text_a: str, text_b: str | None = None, *, max_len: int = 128
                     ) -> tuple[list[int], list[int]]:
         """``[CLS] A [SEP] (B [SEP])`` and its segment ids, truncated longest-first to max_len."""

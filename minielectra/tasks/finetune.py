@@ -43,6 +43,7 @@ from .epochs import EpochScores
 from .glue import Task
 from .output import finetune_output
 from .saved import save_finetuned
+from .squad_finetune import TASKS as SQUAD_TASKS, finetune_squad
 from .userdata import Columns, UserTask, task_from_files, task_from_hub
 from .windows import (Encoded, encode_texts, predict_texts, warn_long,
                       warn_untrained_positions)
@@ -346,6 +347,15 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
     run's, in ``seed-N/``).
     """
     check_counts(seeds, max_train_examples)
+    if isinstance(task, str) and task in SQUAD_TASKS:  # question answering (.squad_finetune)
+        if seeds != 1 or columns != Columns() or regression is not None:
+            raise ValueError(f"--task {task} takes one --seed, and no --seeds, columns or "
+                             "--regression")
+        with finetune_output(out) as folder:  # locked; replaced only when all is written
+            return finetune_squad(checkpoint, task, out=folder, seed=seed, overrides=overrides,
+                                  train=train, dev=dev, data_dir=data_dir,
+                                  max_train_examples=max_train_examples, progress=progress,
+                                  save_model=save_model)
     cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
     task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
     pretrained, source = open_checkpoint(checkpoint)

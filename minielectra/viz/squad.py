@@ -1,0 +1,58 @@
+"""Where a question-answering model thinks the answer is: P(start) and P(end) over the passage.
+
+A pure function of the ``view`` that :func:`minielectra.tasks.squad_predict.answer` returns (the
+passage tokens of one window, each with its start and end probability, and the chosen span), so
+a test can hand it any view and check the figure's data.
+
+Example::
+
+    from minielectra.tasks.squad_predict import answer
+    from minielectra.viz.squad import span_figure
+    result = answer("runs/squad", "Who won?", "The Broncos won the game.")
+    span_figure(result["view"], title=result["question"]).show()
+"""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+START, END, SPAN = "#2166ac", "#b2182b", "rgba(255, 200, 0, 0.35)"  # blue, red, amber band
+
+
+def span_figure(view: dict, *, title: str = "") -> go.Figure:
+    """Two bar series over the passage tokens, P(start) and P(end), the chosen span shaded.
+
+    P(no answer) at ``[CLS]`` is shown in the legend names (a 2.0 model puts its mass there
+    when it abstains); the x axis is the token index, labelled with the tokens.
+    """
+    tokens = view["tokens"]
+    x = list(range(len(tokens)))
+    labels = [html.escape(t) for t in tokens]
+    fig = go.Figure()
+    fig.add_bar(x=x, y=view["p_start"], name=f"P(start)  ([CLS]: {view['p_start_null']:.2f})",
+                marker_color=START, hovertext=labels, hoverinfo="text+y")
+    fig.add_bar(x=x, y=view["p_end"], name=f"P(end)  ([CLS]: {view['p_end_null']:.2f})",
+                marker_color=END, hovertext=labels, hoverinfo="text+y")
+    if view.get("answer_tokens") is not None:
+        first, last = view["answer_tokens"]
+        fig.add_vrect(x0=first - 0.5, x1=last + 0.5, fillcolor=SPAN, line_width=0,
+                      layer="below", annotation_text="answer", annotation_position="top left")
+    fig.update_layout(
+        title=title, barmode="group", bargap=0.15, height=320,
+        width=max(600, 22 * len(tokens)), yaxis=dict(title="probability", range=[0, 1]),
+        xaxis=dict(tickmode="array", tickvals=x, ticktext=labels, tickangle=-60),
+        legend=dict(orientation="h", y=1.12), margin=dict(l=50, r=20, t=70, b=90))
+    return fig
+
+
+def span_text(view: dict, *, width: int = 3) -> str:
+    """The same view as plain text, one token a line: ``token  P(start)  P(end)``, the answer's
+    tokens marked ``>`` (for terminals, logs and checked notebook output)."""
+    span = view.get("answer_tokens") or (-1, -2)
+    lines = [f"  {'token':<14} {'P(start)':>8} {'P(end)':>8}"]
+    for i, (t, s, e) in enumerate(zip(view["tokens"], view["p_start"], view["p_end"])):
+        mark = ">" if span[0] <= i <= span[1] else " "
+        lines.append(f"{mark} {t:<14} {s:>8.{width}f} {e:>8.{width}f}")
+    return "\n".join(lines)
