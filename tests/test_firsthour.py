@@ -12,7 +12,6 @@ import re
 import shlex
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
