@@ -15,8 +15,8 @@ import torch
 
 from minielectra.cli import main
 from minielectra.viz.scoring import load_checkpoint, parse_replacements, score_text, score_texts
-from minielectra.viz.strip import (MARKER_OFFSET, OUTCOMES, batch_heatmap, join_words, outcome,
-                                   token_strip, wrap)
+from minielectra.viz.strip import (MARKER_OFFSET, OUTCOMES, batch_heatmap, cell_text, join_words,
+                                   outcome, replaced_cells, token_strip, wrap)
 from minielectra.viz.show import FIGURE_WIDTH, widget_bundle
 from minielectra.viz.widget import PER_ROW, Explorer
 
@@ -241,12 +241,20 @@ def test_batch_heatmap_rows_and_ground_truth(ckpt):
     texts = [TEXT, "The sun rose over the quiet town.", "Dogs bark."]
     batch = score_texts(ckpt, texts, seed=2)
     fig = batch_heatmap(batch, labels=["a", "b", "c"])
-    heat, truth = fig.data
-    for row, recs in zip(heat.z, batch):
-        assert list(row[:len(recs)]) == [r["p_replaced"] for r in recs]
-        assert all(v is None for v in row[len(recs):])
-    want = {(r["position"], lab) for lab, recs in zip("abc", batch) for r in recs if r["replaced"]}
-    assert set(zip(truth.x, truth.y)) == want and want
+    heat, legend = fig.data
+    columns = [list(col) for col in zip(*heat.z)]  # one column per text
+    for col, recs in zip(columns, batch):
+        assert col[:len(recs)] == [r["p_replaced"] for r in recs]
+        assert all(v is None for v in col[len(recs):])
+    assert list(heat.y) == list(range(1, max(map(len, batch)) + 1))  # positions from 1
+    assert list(fig.layout.xaxis.ticktext) == ["a", "b", "c"]
+    want = {(i, r["position"]) for i, recs in enumerate(batch) for r in recs if r["replaced"]}
+    assert replaced_cells(fig) == want and want
+    assert "replaced" in legend.name and legend.showlegend is not False
+    # a replaced cell still shows its token (and its original) under the outline
+    i, r = next((i, r) for i, recs in enumerate(batch) for r in recs if r["replaced"])
+    assert heat.text[r["position"] - 1][i] == cell_text(r) and r["token"] in cell_text(r)
+    assert fig.layout.width == FIGURE_WIDTH and heat.textfont.size >= 11
     # One batch, one forward pass: the corruption is model(...) on the padded batch.
     tok = ckpt.tokenizer
     rows = [[tok.cls_id, *tok.encode(t), tok.sep_id] for t in texts]
