@@ -22,7 +22,8 @@ from minielectra.training.evaluate import evaluate
 from minielectra.training.loop import pretrain
 from minielectra.viz.heldout import (average_precision, calibration_bins, heldout_figure,
                                      heldout_scores, heldout_text, precision_recall)
-from minielectra.viz.report import PANELS, SERIES, LiveReport, read_metrics, training_report
+from minielectra.viz.report import (PANELS, SERIES, LiveReport, bundled_auc_curve,
+                                   read_metrics, training_report)
 from minielectra.viz.show import FIGURE_WIDTH, widget_bundle
 from minielectra.viz.scoring import load_checkpoint
 from minielectra.viz.timeline import learning_over_time, score_checkpoints
@@ -211,6 +212,18 @@ def test_report_shows_a_line_not_its_repr_without_a_kernel():
     bundle = widget_bundle(LiveReport().figure, "live curves")
     assert bundle["text/plain"] == "live curves"
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_bundled_auc_curve_is_the_model_card_s_table(tmp_path):
+    card = tmp_path / "card.md"
+    card.write_text("intro\n\n| step | 1,000 | 2000 |\n|---|---|---|\n| AUC | 0.5 | 0.75 |\n")
+    assert bundled_auc_curve(card) == {1000: 0.5, 2000: 0.75}
+    card.write_text("| step | 1 |\n")
+    with pytest.raises(ValueError, match="AUC"):
+        bundled_auc_curve(card)
+    curve = bundled_auc_curve()  # the shipped card: 8 evaluations, ending near evaluate's 0.856
+    assert sorted(curve) == list(range(1000, 8001, 1000))
+    assert abs(curve[8000] - 0.856) < 0.01 and curve[8000] > curve[1000]
 
 
 def test_bad_run_dirs_are_named(tmp_path):

@@ -79,6 +79,22 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     return records
 
 
+def bundled_auc_curve(card: str | Path | None = None) -> dict[int, float]:
+    """The held-out AUC by step of the run that trained the bundled model, as its model card
+    records it (the ``| step |`` and ``| AUC |`` rows of ``MODEL_CARD.md``): a reference for
+    where a longer run goes."""
+    from ..model.storage import resolve_bundled
+    path = Path(card) if card is not None else resolve_bundled("bundled") / "MODEL_CARD.md"
+    rows = {}
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] in ("step", "AUC"):
+            rows[cells[0]] = cells[1:]
+    if set(rows) != {"step", "AUC"} or len(rows["step"]) != len(rows["AUC"]):
+        raise ValueError(f"{path}: no '| step |' and '| AUC |' rows of equal length")
+    return {int(st.replace(",", "")): float(a) for st, a in zip(rows["step"], rows["AUC"])}
+
+
 def series(records: list[dict], kind: str, key: str, x: str = "steps"
            ) -> tuple[list[float], list[float]]:
     """(x, y) of one key over the records of one kind; x in steps or minutes."""
