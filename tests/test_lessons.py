@@ -77,6 +77,21 @@ def test_nbval_instructions_are_tags_not_comments(path):
             f"{comments[0].lstrip('# ').lower().replace('_', '-')!r} in the cell's metadata"
 
 
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_every_committed_figure_has_a_picture_beside_it(path):
+    """A plotly output alone shows nothing on GitHub or in nbconvert's HTML: each one carries a
+    PNG in the same output (``minielectra.viz.show.show``, executed with static figures on)."""
+    nb = json.loads(path.read_text())
+    for c in nb["cells"]:
+        for o in c.get("outputs", []):
+            kinds = set(o.get("data", {}))
+            if "application/vnd.plotly.v1+json" in kinds:
+                assert "image/png" in kinds, f"{path.name}: a figure without a PNG beside it " \
+                    f"(use show(fig); execute with MINIELECTRA_STATIC_FIGURES=1): " \
+                    f"{''.join(c['source'])[:80]!r}"
+            assert "VBox(" not in "".join(o.get("data", {}).get("text/plain", "")), path.name
+
+
 def test_notebook_links_resolve():
     link = re.compile(r"\]\((?!https?://|#)([^)#\s]+)(?:#[^)]*)?\)")
     for path in [*NOTEBOOKS.glob("*.ipynb"), NOTEBOOKS / "README.md"]:
