@@ -26,10 +26,11 @@ import os
 
 import plotly.graph_objects as go
 
-# The width of figures and widgets (px): inside JupyterLab's notebook column at the default font
-# on a 1280 px wide window with the file browser open (the column is ~950 px there), and wide
-# enough for three panels' titles side by side. Figures that set no width of their own autosize
-# to the column when live; their PNG is drawn at this width.
+# The width of figures and widgets (px), set explicitly: a widget autosized by plotly stays at
+# its 700 px default and crowds its subplot titles. 900 px holds two report panels' titles side by
+# side (tests/test_viz_run.py checks); in a narrower notebook column the output scrolls sideways.
+# Figures that set no width of their own autosize to the column when live; their PNG is drawn at
+# this width.
 FIGURE_WIDTH = 900
 DEFAULT_HEIGHT = 450  # plotly's own default height, for figures that set none
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
