@@ -14,10 +14,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from .config import (DataConfig, ModelConfig, ObjectiveConfig, RunConfig, TrainConfig,
                      apply_overrides, preset, PRESETS)
 from .model.electra import Discriminator, Electra, ElectraOutput, Generator
+from .training.minimal import minimal_pretrain
 
 ElectraConfig = ModelConfig  # the public name of the model's shape
 
 __version__ = "0.1.0"
 __all__ = ["Electra", "ElectraConfig", "ElectraOutput", "Generator", "Discriminator",
            "ModelConfig", "ObjectiveConfig", "DataConfig", "TrainConfig", "RunConfig",
-           "apply_overrides", "preset", "PRESETS"]
+           "apply_overrides", "preset", "PRESETS", "minimal_pretrain"]

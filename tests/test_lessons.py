@@ -56,10 +56,48 @@ def test_each_lesson_follows_the_template(name):
     assert "widgets" not in nb["metadata"], f"{name}: saved widget state (megabytes)"
     for c in code:
         source, kinds = "".join(c["source"]), {k for o in c["outputs"] for k in o.get("data", {})}
-        if "NBVAL_IGNORE_OUTPUT" not in source:  # compared by nbval: plain text only
+        if not _ignored(c):  # compared by nbval: plain text only
             assert kinds <= {"text/plain"}, (name, source[:60], kinds)
             assert not any(o.get("name") == "stderr" for o in c["outputs"]), (name, source[:60])
         assert not any(o["output_type"] == "error" for o in c["outputs"]), (name, source[:60])
+
+
+def _ignored(cell: dict) -> bool:
+    """nbval does not compare this cell's output (its metadata tag says so)."""
+    tags = cell.get("metadata", {}).get("tags", [])
+    return "nbval-ignore-output" in tags or "nbval-skip" in tags or (  # a comment marker
+        "NBVAL_IGNORE_OUTPUT" in "".join(cell["source"]))  # is refused below
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.rglob("*.ipynb")), ids=lambda p: p.name)
+def test_nbval_instructions_are_tags_not_comments(path):
+    """nbval reads ``# NBVAL_...`` comments and cell tags alike; the tags keep them out of the
+    learner's code. Reference: nbval's own table of comment markers."""
+    from nbval.plugin import comment_markers
+    nb = json.loads(path.read_text())
+    for c in nb["cells"]:
+        if c["cell_type"] != "code":
+            continue
+        comments = [line.strip() for line in "".join(c["source"]).splitlines()
+                    if line.strip().startswith("#")
+                    and line.strip().lstrip("#").strip() in comment_markers]
+        assert not comments, f"{path.name}: {comments[0]} is a comment; use the tag " \
+            f"{comments[0].lstrip('# ').lower().replace('_', '-')!r} in the cell's metadata"
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_every_committed_figure_has_a_picture_beside_it(path):
+    """A plotly output alone shows nothing on GitHub or in nbconvert's HTML: each one carries a
+    PNG in the same output (``minielectra.viz.show.show``, executed with static figures on)."""
+    nb = json.loads(path.read_text())
+    for c in nb["cells"]:
+        for o in c.get("outputs", []):
+            kinds = set(o.get("data", {}))
+            if "application/vnd.plotly.v1+json" in kinds:
+                assert "image/png" in kinds, f"{path.name}: a figure without a PNG beside it " \
+                    f"(use show(fig); execute with MINIELECTRA_STATIC_FIGURES=1): " \
+                    f"{''.join(c['source'])[:80]!r}"
+            assert "VBox(" not in "".join(o.get("data", {}).get("text/plain", "")), path.name
 
 
 def test_notebook_links_resolve():

@@ -6,6 +6,7 @@ References are computed here, independently of minielectra.viz: the text is toke
 called on ids rebuilt from the records' token strings.
 """
 
+import html
 import json
 
 import numpy as np
@@ -14,9 +15,10 @@ import torch
 
 from minielectra.cli import main
 from minielectra.viz.scoring import load_checkpoint, parse_replacements, score_text, score_texts
-from minielectra.viz.strip import (MARKER_OFFSET, OUTCOMES, batch_heatmap, join_words, outcome,
-                                   token_strip, wrap)
-from minielectra.viz.widget import Explorer
+from minielectra.viz.strip import (MARKER_OFFSET, OUTCOMES, batch_heatmap, cell_text, join_words,
+                                   outcome, replaced_cells, token_strip, wrap)
+from minielectra.viz.show import FIGURE_WIDTH, widget_bundle
+from minielectra.viz.widget import PER_ROW, Explorer
 
 TEXT = "The cat sat on the mat because it was tired after the long walk."
 
@@ -239,12 +241,20 @@ def test_batch_heatmap_rows_and_ground_truth(ckpt):
     texts = [TEXT, "The sun rose over the quiet town.", "Dogs bark."]
     batch = score_texts(ckpt, texts, seed=2)
     fig = batch_heatmap(batch, labels=["a", "b", "c"])
-    heat, truth = fig.data
-    for row, recs in zip(heat.z, batch):
-        assert list(row[:len(recs)]) == [r["p_replaced"] for r in recs]
-        assert all(v is None for v in row[len(recs):])
-    want = {(r["position"], lab) for lab, recs in zip("abc", batch) for r in recs if r["replaced"]}
-    assert set(zip(truth.x, truth.y)) == want and want
+    heat, legend = fig.data
+    columns = [list(col) for col in zip(*heat.z)]  # one column per text
+    for col, recs in zip(columns, batch):
+        assert col[:len(recs)] == [r["p_replaced"] for r in recs]
+        assert all(v is None for v in col[len(recs):])
+    assert list(heat.y) == list(range(1, max(map(len, batch)) + 1))  # positions from 1
+    assert list(fig.layout.xaxis.ticktext) == ["a", "b", "c"]
+    want = {(i, r["position"]) for i, recs in enumerate(batch) for r in recs if r["replaced"]}
+    assert replaced_cells(fig) == want and want
+    assert "replaced" in legend.name and legend.showlegend is not False
+    # a replaced cell still shows its token (and its original) under the outline
+    i, r = next((i, r) for i, recs in enumerate(batch) for r in recs if r["replaced"])
+    assert heat.text[r["position"] - 1][i] == cell_text(r) and r["token"] in cell_text(r)
+    assert fig.layout.width == FIGURE_WIDTH and heat.textfont.size >= 11
     # One batch, one forward pass: the corruption is model(...) on the padded batch.
     tok = ckpt.tokenizer
     rows = [[tok.cls_id, *tok.encode(t), tok.sep_id] for t in texts]
@@ -311,18 +321,36 @@ def test_explorer_redraws_from_its_controls(ckpt):
     ex.next_seed()  # "sample again": seed 1, hand replacements cleared
     assert ex.seed.value == 1 and ex.replace.value == ""
     assert ex.records == score_text(ckpt, TEXT, seed=1)
-    cells = wrap(ex.records, 12)
+    cells = wrap(ex.records, PER_ROW)
     assert [ex.figure.data[0].z[r][c] for r, c in cells] == \
         [r["p_replaced"] for r in ex.records]
 
 
-def test_explorer_shows_bad_input_and_keeps_the_last_picture():
+def test_explorer_clears_the_strip_on_bad_input_and_says_why_there():
     ex = Explorer("bundled", TEXT)
-    before = ex.figure.data[0].z
     ex.replace.value = "99=dog"
     assert "position 99 is outside the text" in ex.message.value
-    assert ex.figure.data[0].z == before
+    assert ex.records == [] and ex.figure.data == ()  # no stale strip left as the answer
+    notes = [a.text for a in ex.figure.layout.annotations]
+    assert any("position 99 is outside the text" in t for t in notes), notes
+    ex.replace.value = "dog"
+    assert "replace 'dog': expected POS=WORD" in html.unescape(ex.message.value)  # no flag
+    assert "--" not in ex.message.value
     ex.checkpoint.value = "/nonexistent"
     assert "no such directory" in ex.message.value
     ex.checkpoint.value, ex.replace.value = "bundled", ""
-    assert ex.message.value == ""
+    assert ex.message.value == "" and ex.records == score_text(load_checkpoint("bundled"), TEXT)
+    assert ex.figure.data[0].type == "heatmap"
+
+
+def test_explorer_fits_the_column_and_its_button_its_label():
+    ex = Explorer("bundled", "word " * 60)  # a long text wraps into rows, never wider
+    assert ex.figure.layout.width == FIGURE_WIDTH
+    assert len(ex.figure.data[0].z[0]) <= PER_ROW and len(ex.figure.data[0].z) > 1
+    # a cell of PER_ROW fits the longest word of the text at the strip's font size (~0.6 em)
+    plot_width = FIGURE_WIDTH - 10 - 10 - 60  # margins and the colour bar
+    assert 0.6 * 14 * len("because") < plot_width / PER_ROW
+    assert ex.sample.layout.width == "auto"  # sized to "sample again (next seed)", not cut
+    bundle = widget_bundle(ex.widget, "x")  # what a reader without the kernel sees
+    assert bundle["text/plain"] == "x" and "VBox" not in bundle["text/plain"]
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.widget.model_id

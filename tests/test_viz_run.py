@@ -22,7 +22,9 @@ from minielectra.training.evaluate import evaluate
 from minielectra.training.loop import pretrain
 from minielectra.viz.heldout import (average_precision, calibration_bins, heldout_figure,
                                      heldout_scores, heldout_text, precision_recall)
-from minielectra.viz.report import SERIES, LiveReport, read_metrics, training_report
+from minielectra.viz.report import (PANELS, SERIES, LiveReport, bundled_auc_curve,
+                                   read_metrics, training_report)
+from minielectra.viz.show import FIGURE_WIDTH, widget_bundle
 from minielectra.viz.scoring import load_checkpoint
 from minielectra.viz.timeline import learning_over_time, score_checkpoints
 
@@ -167,6 +169,61 @@ def test_live_report_redraws_on_evaluations_and_when_due():
     live.every_s = 0.0
     live(dict(train, step=20, gen_loss=2.5))
     assert live.figure.data[0].y == (3.0, 2.5)
+
+
+def _title_extent(fig, note) -> tuple[float, float]:
+    """(left, right) in px of a subplot title, its width estimated at 0.6 em a character."""
+    plot_w = fig.layout.width - fig.layout.margin.l - fig.layout.margin.r
+    centre = fig.layout.margin.l + note.x * plot_w
+    half = 0.6 * note.font.size * len(note.text) / 2
+    return centre - half, centre + half
+
+
+def test_report_is_as_wide_as_said_and_its_titles_do_not_overlap():
+    fig = LiveReport().figure
+    assert fig.layout.width == FIGURE_WIDTH
+    titles = [a for a in fig.layout.annotations if a.text in PANELS]
+    assert len(titles) == len(PANELS)
+    rows = {}
+    for note in titles:
+        rows.setdefault(round(note.y, 3), []).append(_title_extent(fig, note))
+    for extents in rows.values():  # side by side titles keep apart, and inside the figure
+        extents.sort()
+        assert extents[0][0] >= 0 and extents[-1][1] <= fig.layout.width, extents
+        assert all(a[1] < b[0] for a, b in zip(extents, extents[1:])), extents
+
+
+def test_report_panels_say_they_are_empty_until_their_first_record():
+    live = LiveReport(every_s=0.0)
+    notes = lambda: [a.visible for a in live.figure.layout.annotations  # noqa: E731
+                     if (a.name or "").startswith("empty ")]
+    assert notes() == [True] * len(PANELS)
+    texts = [a.text for a in live.figure.layout.annotations if (a.name or "").startswith("empty")]
+    assert any("no held-out evaluation yet" in t for t in texts)
+    live({"kind": "train", "step": 10, "lr": 1e-3, "gen_loss": 3.0, "disc_loss": 0.4,
+          "gen_accuracy": 0.1, "disc_accuracy": 0.8, "tokens_per_s": 5e3, "elapsed_s": 6.0})
+    assert notes() == [False, False, True, True, False, False]  # the eval-only panels wait
+    live({"kind": "eval", "step": 10, "disc_auc": 0.7, "disc_precision": 0.5,
+          "disc_recall": 0.2, "elapsed_s": 7.0})
+    assert notes() == [False] * len(PANELS)
+
+
+def test_report_shows_a_line_not_its_repr_without_a_kernel():
+    bundle = widget_bundle(LiveReport().figure, "live curves")
+    assert bundle["text/plain"] == "live curves"
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_bundled_auc_curve_is_the_model_card_s_table(tmp_path):
+    card = tmp_path / "card.md"
+    card.write_text("intro\n\n| step | 1,000 | 2000 |\n|---|---|---|\n| AUC | 0.5 | 0.75 |\n")
+    assert bundled_auc_curve(card) == {1000: 0.5, 2000: 0.75}
+    card.write_text("| step | 1 |\n")
+    with pytest.raises(ValueError, match="AUC"):
+        bundled_auc_curve(card)
+    curve = bundled_auc_curve()  # the shipped card: 8 evaluations, ending near evaluate's 0.856
+    assert sorted(curve) == list(range(1000, 8001, 1000))
+    assert abs(curve[8000] - 0.856) < 0.01 and curve[8000] > curve[1000]
 
 
 def test_bad_run_dirs_are_named(tmp_path):

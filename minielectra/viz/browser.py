@@ -87,6 +87,35 @@ def render(page: str | Path, png: str | Path, *, width: int = 1200, height: int 
     return Rendered(png, run.stdout, plots, errors, run.stderr)
 
 
+_DATA_URL = re.compile(r'<pre id="png">data:image/png;base64,([A-Za-z0-9+/=]+)</pre>')
+
+
+def figure_png(figure_json: str, *, width: int, height: int, timeout: float = 120.0) -> bytes:
+    """A PNG of a plotly figure (``fig.to_json()``), drawn by plotly.js in headless Chromium
+    (``Plotly.toImage``, the library's own renderer): the static copy of a notebook figure."""
+    import base64
+
+    import plotly
+    chromium = find_chromium()
+    if chromium is None:
+        raise FileNotFoundError("no Chromium found (apt-get install chromium, or set "
+                                "MINIELECTRA_CHROMIUM)")
+    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    with tempfile.TemporaryDirectory(prefix="minielectra-png-") as tmp:
+        page = Path(tmp) / "figure.html"
+        page.write_text(
+            f'<html><body><script src="{plotly_js.as_uri()}"></script><script>\n'
+            f"Plotly.toImage({figure_json}, {{format: 'png', width: {width}, height: {height}}})"
+            ".then(url => { document.body.innerHTML = '<pre id=\"png\">' + url + '</pre>'; })"
+            ".catch(e => { document.body.innerHTML = '<pre id=\"error\">' + e + '</pre>'; });"
+            "\n</script></body></html>")
+        run = _run(chromium, ["--dump-dom"], page, 10000, timeout)
+    found = _DATA_URL.search(run.stdout)
+    if found is None:
+        raise RuntimeError(f"plotly.js drew no PNG: {run.stdout[-300:]} {run.stderr[-300:]}")
+    return base64.b64decode(found.group(1))
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m minielectra.viz.browser PAGE.html OUT.png [WIDTH HEIGHT]``."""
     args = sys.argv[1:] if argv is None else argv

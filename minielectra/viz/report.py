@@ -27,8 +27,16 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-PANELS = ("losses (train: lines, held-out: dots)", "accuracy", "held-out ROC-AUC",
-          "held-out precision and recall (P > 0.5)", "learning rate", "tokens / s")
+from .show import FIGURE_WIDTH, widget_bundle
+
+PANELS = ("losses (train: lines, held-out: dots)", "accuracy (train: lines, held-out: dots)",
+          "held-out ROC-AUC", "held-out precision and recall (P > 0.5)", "learning rate",
+          "tokens / s")
+COLS = 2  # panels side by side: two keep every title clear of its neighbour at FIGURE_WIDTH
+TITLE_SIZE = 14  # px, the panels' titles
+# What an empty panel says before its first record arrives (a live run starts with none).
+EMPTY = {"train": "no training record yet (one every train.log_every steps)",
+         "eval": "no held-out evaluation yet (one every train.eval_every steps)"}
 # (panel, record kind, key, legend name): always all of them, in this order, even when empty, so
 # a live figure can be updated trace by trace.
 SERIES = (
@@ -71,6 +79,22 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     return records
 
 
+def bundled_auc_curve(card: str | Path | None = None) -> dict[int, float]:
+    """The held-out AUC by step of the run that trained the bundled model, as its model card
+    records it (the ``| step |`` and ``| AUC |`` rows of ``MODEL_CARD.md``): a reference for
+    where a longer run goes."""
+    from ..model.storage import resolve_bundled
+    path = Path(card) if card is not None else resolve_bundled("bundled") / "MODEL_CARD.md"
+    rows = {}
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] in ("step", "AUC"):
+            rows[cells[0]] = cells[1:]
+    if set(rows) != {"step", "AUC"} or len(rows["step"]) != len(rows["AUC"]):
+        raise ValueError(f"{path}: no '| step |' and '| AUC |' rows of equal length")
+    return {int(st.replace(",", "")): float(a) for st, a in zip(rows["step"], rows["AUC"])}
+
+
 def series(records: list[dict], kind: str, key: str, x: str = "steps"
            ) -> tuple[list[float], list[float]]:
     """(x, y) of one key over the records of one kind; x in steps or minutes."""
@@ -104,20 +128,49 @@ def _x_buttons(records: list[dict]) -> list[dict]:
                  yanchor="bottom", showactive=True, buttons=buttons)]
 
 
+def empty_panels(records: list[dict]) -> list[bool]:
+    """For each panel, whether none of its series has a point yet."""
+    filled = [False] * len(PANELS)
+    for panel, kind, key, _ in SERIES:
+        filled[panel] |= bool(series(records, kind, key)[0])
+    return [not f for f in filled]
+
+
+def _empty_notes(records: list[dict]) -> list[dict]:
+    """One annotation a panel, in its middle, shown while the panel is empty."""
+    notes = []
+    for panel, empty in enumerate(empty_panels(records)):
+        axis = panel + 1 if panel else ""
+        kind = "train" if any(p == panel and k == "train" for p, k, *_ in SERIES) else "eval"
+        notes.append(dict(text=EMPTY[kind], name=f"empty {panel}", visible=empty,
+                          xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.5, y=0.5,
+                          showarrow=False, font=dict(color="#777", size=12)))
+    return notes
+
+
 def training_report(records: list[dict], *, x: str = "steps",
                     title: str | None = None) -> go.Figure:
-    """Six panels of a run's records (:func:`read_metrics`); ``x`` is "steps" or "minutes"."""
+    """Six panels of a run's records (:func:`read_metrics`); ``x`` is "steps" or "minutes".
+
+    :data:`FIGURE_WIDTH` wide (an explicit width: autosized subplots crowd their titles), the
+    legend under the panels, a word in each panel that has no record yet."""
     if x not in X_AXES:
         raise ValueError(f"x must be one of {sorted(X_AXES)}, got {x!r}")
-    fig = make_subplots(rows=2, cols=3, subplot_titles=PANELS, horizontal_spacing=0.07,
-                        vertical_spacing=0.16)
+    rows = -(-len(PANELS) // COLS)
+    fig = make_subplots(rows=rows, cols=COLS, subplot_titles=PANELS, horizontal_spacing=0.1,
+                        vertical_spacing=0.12)
+    fig.update_annotations(font_size=TITLE_SIZE)  # the subplot titles
     for (panel, *_), trace in zip(SERIES, _traces(records, x)):
-        fig.add_trace(trace, row=panel // 3 + 1, col=panel % 3 + 1)
+        fig.add_trace(trace, row=panel // COLS + 1, col=panel % COLS + 1)
+    for note in _empty_notes(records):
+        fig.add_annotation(note)
     fig.update_xaxes(title_text=X_AXES[x][1])
     # The MLM loss (~1-8 nats) and the discriminator's (~0.1-0.5) share a log axis.
     fig.update_yaxes(type="log", dtick=1, row=1, col=1)
-    fig.update_layout(title=title, height=640, updatemenus=_x_buttons(records),
-                      margin=dict(t=110), legend=dict(groupclick="toggleitem"))
+    fig.update_layout(title=title, width=FIGURE_WIDTH, height=300 + 230 * rows,
+                      updatemenus=_x_buttons(records), margin=dict(t=110, l=60, r=30),
+                      legend=dict(groupclick="toggleitem", orientation="h", x=0, y=-0.08,
+                                  yanchor="top"))
     fig.layout.updatemenus[0].active = list(X_AXES).index(x)
     return fig
 
@@ -149,8 +202,13 @@ class LiveReport:
                 shown.x, shown.y = series(self.records, kind, key, x)
             self.figure.layout.updatemenus = _x_buttons(self.records)
             self.figure.layout.updatemenus[0].active = list(X_AXES).index(x)
+            empty = iter(empty_panels(self.records))
+            for note in self.figure.layout.annotations:
+                if (note.name or "").startswith("empty "):
+                    note.visible = next(empty)
         self.last_draw = time.monotonic()
 
     def _ipython_display_(self):  # `live` as the last line of a cell shows the figure
         from IPython.display import display
-        display(self.figure)
+        display(widget_bundle(self.figure, "<LiveReport: the run's curves, drawn while the "
+                              "notebook runs>"), raw=True)

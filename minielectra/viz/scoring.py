@@ -180,7 +180,7 @@ def hand_corruption(tokenizer: WordPieceTokenizer, enc: Encoded,
     for pos, word in sorted(replace.items()):
         if not 1 <= pos <= t:
             raise ValueError(f"position {pos} is outside the text: it has {t} word pieces, "
-                             f"positions 1..{t} (--json lists them)")
+                             f"positions 1..{t} (hover over a piece to see its position)")
         r, c = int(enc.rows[pos - 1]), int(enc.cols[pos - 1])
         corrupted[r, c] = word_id(tokenizer, word)
         masked_ids[r, c] = tokenizer.mask_id  # what the generator would have seen there
@@ -265,14 +265,15 @@ def score_texts(ckpt: Checkpoint, texts: list[str], *, seed: int = 0,
                                                           top_k=top_k))
 
 
-def parse_replacements(items: list[str]) -> dict[int, str]:
-    """``["3=dog", "5=ran"]`` -> ``{3: "dog", 5: "ran"}`` (the CLI's ``--replace POS=WORD``)."""
+def parse_replacements(items: list[str], *, name: str = "--replace") -> dict[int, str]:
+    """``["3=dog", "5=ran"]`` -> ``{3: "dog", 5: "ran"}`` (the CLI's ``--replace POS=WORD``;
+    ``name`` is what the messages call the input, e.g. the explorer's "replace" box)."""
     out = {}
     for item in items:
         pos, sep, word = item.partition("=")
         if not sep or not pos.strip().lstrip("-").isdigit() or not word.strip():
-            raise ValueError(f"--replace {item!r}: expected POS=WORD, e.g. 3=dog")
+            raise ValueError(f"{name} {item!r}: expected POS=WORD, e.g. 3=dog")
         if int(pos) in out:
-            raise ValueError(f"--replace: position {int(pos)} is given twice")
+            raise ValueError(f"{name}: position {int(pos)} is given twice")
         out[int(pos)] = word.strip()
     return out

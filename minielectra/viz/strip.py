@@ -9,8 +9,8 @@ check the figure's data. Every function returns a ``plotly.graph_objects.Figure`
   above a cell says how the discriminator did, so that no reader depends on colour alone:
   ``●`` caught (replaced, P > 0.5), ``✕`` missed (replaced, P <= 0.5), ``▲`` false alarm
   (original, P > 0.5). Hovering shows the original, the generator's top-k and P(replaced).
-- :func:`batch_heatmap`: several sequences x positions of P(replaced), the replaced positions
-  outlined (the ground truth).
+- :func:`batch_heatmap`: several texts (columns) x positions (rows) of P(replaced), the
+  replaced positions outlined (the ground truth).
 - :func:`learning_slider`: one sentence scored by successive checkpoints, a slider over steps.
 
 Example::
@@ -26,6 +26,8 @@ from __future__ import annotations
 import html
 
 import plotly.graph_objects as go
+
+from .show import FIGURE_WIDTH
 
 THRESHOLD = 0.5  # P(replaced) above this counts as "replaced", as in `minielectra evaluate`
 # Blue = original, red = replaced, white = unsure: the scale's midpoint is the threshold.
@@ -162,33 +164,49 @@ def token_strip(records: list[dict], *, words: bool = False, per_row: int = 12,
 
 def batch_heatmap(batch: list[list[dict]], *, labels: list[str] | None = None,
                   show_tokens: bool | None = None, title: str | None = None) -> go.Figure:
-    """Sequences x positions of P(replaced), the replaced positions outlined in black.
+    """P(replaced) of several texts side by side: one column per text, read top to bottom, one
+    row per word-piece position (counted from 1, as the hover and ``replace`` count); the
+    replaced pieces outlined in black (the ground truth, named in the legend).
 
-    ``batch`` holds one record list per sequence (:func:`.scoring.score_texts`). Tokens are
-    written in the cells when there are at most 40 positions (``show_tokens`` overrides).
+    ``batch`` holds one record list per text (:func:`.scoring.score_texts`). Columns, not rows:
+    a column is wide enough for a word written in its cell. Tokens are written in the cells when
+    there are at most 60 positions (``show_tokens`` overrides).
     """
     n = max(len(recs) for recs in batch)
-    labels = labels or [f"sequence {i}" for i in range(len(batch))]
-    z = [[r["p_replaced"] for r in recs] + [None] * (n - len(recs)) for recs in batch]
-    text = [[html.escape(r["token"]) for r in recs] + [""] * (n - len(recs)) for recs in batch]
-    hover = [[hover_text(r) for r in recs] + [""] * (n - len(recs)) for recs in batch]
-    truth = [(r["position"], labels[i]) for i, recs in enumerate(batch) for r in recs
-             if r["replaced"]]
-    show = n <= 40 if show_tokens is None else show_tokens
+    labels = labels or [f"text {i + 1}" for i in range(len(batch))]
+    cols = range(len(batch))
+    pad = lambda rows, fill: [r + [fill] * (n - len(r)) for r in rows]  # noqa: E731
+    z = pad([[r["p_replaced"] for r in recs] for recs in batch], None)
+    text = pad([[cell_text(r) for r in recs] for recs in batch], "")
+    hover = pad([[hover_text(r) for r in recs] for recs in batch], "")
+    show = n <= 60 if show_tokens is None else show_tokens
+    t = lambda rows: [list(row) for row in zip(*rows)]  # noqa: E731  (texts -> columns)
     fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(1, n + 1)), y=labels, text=text,
-        texttemplate="%{text}" if show else None, hovertext=hover,
+        z=t(z), x=list(cols), y=list(range(1, n + 1)), text=t(text),
+        texttemplate="%{text}" if show else None, textfont=dict(size=12), hovertext=t(hover),
         hovertemplate="%{hovertext}<extra></extra>", zmin=0, zmax=1, colorscale=COLORSCALE,
-        xgap=1, ygap=1, colorbar=dict(title=dict(text="P(replaced)"), thickness=14)))
-    fig.add_trace(go.Scatter(
-        x=[t[0] for t in truth], y=[t[1] for t in truth], mode="markers",
-        name="replaced (ground truth)", hoverinfo="skip",
-        marker=dict(symbol="square-open", size=18, color="black", line=dict(width=2.5))))
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title="position (word piece)")
-    fig.update_layout(title=title, height=140 + 34 * len(batch), plot_bgcolor="white",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+        xgap=2, ygap=2, colorbar=dict(title=dict(text="P(replaced)"), thickness=14)))
+    for col, recs in zip(cols, batch):  # outlines drawn around the cell: its text stays visible
+        for r in recs:
+            if r["replaced"]:
+                fig.add_shape(type="rect", x0=col - 0.48, x1=col + 0.48, y0=r["position"] - 0.46,
+                              y1=r["position"] + 0.46, line=dict(color="black", width=2.5))
+    fig.add_trace(go.Scatter(  # a legend entry for the outlines (shapes have none)
+        x=[None], y=[None], mode="markers", name="replaced (ground truth): black outline",
+        marker=dict(symbol="square-open", size=14, color="black", line=dict(width=2.5))))
+    fig.update_xaxes(tickvals=list(cols), ticktext=labels, side="top", tickfont=dict(size=13))
+    fig.update_yaxes(autorange="reversed", title="position (word piece)", dtick=1 if n <= 60
+                     else None, tickfont=dict(size=11))
+    fig.update_layout(title=title, width=FIGURE_WIDTH, height=200 + 28 * n, plot_bgcolor="white",
+                      margin=dict(t=110, l=70, r=20, b=20), showlegend=True,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1,
+                                  xanchor="right"))  # the title is on the left
     return fig
+
+
+def replaced_cells(fig: go.Figure) -> set[tuple[int, int]]:
+    """(column, position) of the cells a :func:`batch_heatmap` outlines."""
+    return {(round((s.x0 + s.x1) / 2), round((s.y0 + s.y1) / 2)) for s in fig.layout.shapes}
 
 
 def restyle_args(traces: list[go.BaseTraceType]) -> dict:

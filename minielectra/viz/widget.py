@@ -23,9 +23,11 @@ import ipywidgets as w
 import plotly.graph_objects as go
 
 from .scoring import Checkpoint, load_checkpoint, parse_replacements, score_text
+from .show import FIGURE_WIDTH, static_copy, widget_bundle
 from .strip import token_strip
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired after the long walk."
+PER_ROW = 11  # cells a row at FIGURE_WIDTH: ~70 px each, enough for a long word at 14 px
 
 
 class Explorer:
@@ -49,9 +51,11 @@ class Explorer:
                                      continuous_update=False)
         self.seed = w.IntText(value=seed, description="seed", continuous_update=False)
         self.words = w.Checkbox(value=words, description="join word pieces into words")
-        self.sample = w.Button(description="sample again (next seed)")
+        # "auto": the button is as wide as its label (the default 148 px cuts it)
+        self.sample = w.Button(description="sample again (next seed)",
+                               layout=w.Layout(width="auto"))
         self.message = w.HTML()
-        self.figure = go.FigureWidget()
+        self.figure = go.FigureWidget(layout=dict(width=FIGURE_WIDTH))
         for control in (self.text, self.replace, self.checkpoint, self.seed, self.words):
             control.observe(lambda _change: self.update(), names="value")
         self.sample.on_click(lambda _button: self.next_seed())
@@ -75,23 +79,43 @@ class Explorer:
         """Score the text as the controls say and redraw; bad input shows its message instead."""
         try:
             ckpt = self.model(self.checkpoint.value.strip() or "bundled")
-            replace = parse_replacements(self.replace.value.replace(",", " ").split())
+            replace = parse_replacements(self.replace.value.replace(",", " ").split(),
+                                         name="replace")
             self.records = score_text(ckpt, self.text.value, replace=replace,
                                       seed=self.seed.value, top_k=self.top_k)
         except (ValueError, KeyError, FileNotFoundError, RuntimeError) as e:
+            self.records = []  # the old strip is not the answer to the new input: clear it
             self.message.value = f"<span style='color:#b00'>{_escape(e)}</span>"
+            self._draw(error_figure(_escape(e)))
             return
         how = "replaced by hand" if replace else f"sampled with seed {self.seed.value}"
-        fig = token_strip(self.records, words=self.words.value, title=f"{ckpt.name}: {how}")
+        self._draw(token_strip(self.records, words=self.words.value, per_row=PER_ROW,
+                               title=f"{ckpt.name}: {how}"))
+        self.message.value = ""
+
+    def _draw(self, fig: go.Figure) -> None:
         with self.figure.batch_update():
             self.figure.data = []
             self.figure.add_traces(fig.data)
             self.figure.layout = fig.layout
-        self.message.value = ""
+            self.figure.layout.width = FIGURE_WIDTH
 
     def _ipython_display_(self):  # an Explorer as the last line of a cell shows its box
         from IPython.display import display
-        display(self.widget)
+        display(widget_bundle(self.widget, "<Explorer: a text box, its controls and the token "
+                              "strip; they work while the notebook runs>"), raw=True)
+        static_copy(self.figure)  # a picture of the first strip, for readers without a kernel
+
+
+def error_figure(message: str) -> go.Figure:
+    """An empty strip that says what was wrong with the input, where the strip was."""
+    fig = go.Figure()
+    fig.add_annotation(text=f"no strip: {message}", x=0.5, y=0.5, xref="paper", yref="paper",
+                       showarrow=False, font=dict(color="#b00", size=14))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig.update_layout(height=160, plot_bgcolor="white", margin=dict(l=10, r=10, t=20,
+                                                                            b=10))
 
 
 def _escape(e: Exception) -> str:

@@ -1,0 +1,78 @@
+"""The released ELECTRA-Small beside the bundled model: what a fully trained discriminator does.
+
+``google/electra-small-discriminator`` and ``google/electra-small-generator`` (Clark et al. 2020,
+the official release, also on the Hugging Face hub) are loaded with transformers'
+``from_pretrained``, converted to minielectra's format (:mod:`minielectra.model.convert`) and
+returned as a :class:`.scoring.Checkpoint`, so every per-token view takes them as it takes
+``bundled``. transformers is not a dependency of minielectra and the hub may be unreachable; then
+nothing is loaded and the message says what was skipped, in one line::
+
+    from minielectra.viz.released import load_released
+    released, message = load_released()
+    print(message)
+    if released is not None:
+        token_strip(score_text(released, "the cat sat on the mat .", seed=0)).show()
+
+Local transformers directories work the same way (``load_released("hf/disc", "hf/gen")``).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from ..model.convert import convert
+from .scoring import Checkpoint, load_checkpoint
+
+DISCRIMINATOR = "google/electra-small-discriminator"
+GENERATOR = "google/electra-small-generator"
+
+
+def _download(discriminator: str | Path, generator: str | Path, out: Path) -> None:
+    """transformers' ``from_pretrained`` (hub names or local directories), saved under ``out``."""
+    from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
+    from transformers.utils import logging
+    logging.disable_progress_bar()
+    ElectraForPreTraining.from_pretrained(str(discriminator)).save_pretrained(out / "disc")
+    tokenizer = AutoTokenizer.from_pretrained(str(discriminator))
+    tokenizer.save_pretrained(out / "disc")
+    vocab = out / "disc" / "vocab.txt"  # what minielectra reads; a fast tokenizer may not write it
+    if not vocab.is_file():
+        pieces = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+        vocab.write_text("".join(f"{piece}\n" for piece, _ in pieces))
+    ElectraForMaskedLM.from_pretrained(str(generator)).save_pretrained(out / "gen")
+
+
+def hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
+    """One connection attempt: offline, transformers would retry for ~25 s before failing."""
+    import socket
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def load_released(discriminator: str | Path = DISCRIMINATOR,
+                  generator: str | Path = GENERATOR) -> tuple[Checkpoint | None, str]:
+    """``(checkpoint, message)``: the released model ready to score, or ``None`` and why not."""
+    try:
+        import transformers  # noqa: F401  (test-only for minielectra: maybe absent)
+    except ImportError:
+        return None, (f"skipped {discriminator}: transformers is not installed "
+                      "(pip install transformers to compare with the released model)")
+    local = Path(discriminator).is_dir()
+    if not local and not hub_reachable():
+        return None, (f"skipped {discriminator}: the Hugging Face hub is not reachable from "
+                      "here (offline); with network access this cell shows it beside ours")
+    work = Path(tempfile.mkdtemp(prefix="minielectra-released-"))
+    try:
+        _download(discriminator, generator, work)
+    except (OSError, ValueError) as e:  # no such model, a broken download: transformers' OSError
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return None, (f"skipped {discriminator}: could not load it ({first[:160]}); the "
+                      "comparison needs the Hugging Face hub or a local copy")
+    ckpt = load_checkpoint(convert(work / "disc", work / "minielectra", direction="from_hf",
+                                   generator=work / "gen"))
+    ckpt.name = Path(str(discriminator)).name
+    return ckpt, f"loaded {discriminator} (and {generator}) with transformers' from_pretrained"

@@ -1,0 +1,98 @@
+"""Show a figure in a notebook so that every reader sees it, with or without a running kernel.
+
+plotly's notebook output is one mimetype, ``application/vnd.plotly.v1+json``, which JupyterLab,
+Notebook 7 and VS Code draw with plotly.js. GitHub's notebook preview and ``jupyter nbconvert
+--to html`` run no plotly.js and show nothing for it. :func:`show` therefore puts, in the same
+output, a PNG of the figure (``image/png``, which both of them display) and a line of text::
+
+    from minielectra.viz.show import show
+    show(fig)                     # interactive where plotly.js runs, a picture everywhere else
+
+The PNG is drawn by plotly.js itself in headless Chromium (:func:`.browser.figure_png`), which
+takes a few seconds a figure; so static copies are made only when asked: ``show(fig,
+static=True)``, or for every figure with the environment variable ``MINIELECTRA_STATIC_FIGURES=1``,
+which is how the committed lessons are executed (``notebooks/README.md``). Without Chromium the
+output holds the interactive figure and the text line, and says why there is no picture.
+
+Widgets (:class:`.report.LiveReport`, :class:`.widget.Explorer`) use :func:`static_copy` to leave a
+picture of their last state beside the live view.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+import plotly.graph_objects as go
+
+# The width of figures and widgets (px), set explicitly: a widget autosized by plotly stays at
+# its 700 px default and crowds its subplot titles. 900 px holds two report panels' titles side by
+# side (tests/test_viz_run.py checks); in a narrower notebook column the output scrolls sideways.
+# Figures that set no width of their own autosize to the column when live; their PNG is drawn at
+# this width.
+FIGURE_WIDTH = 900
+DEFAULT_HEIGHT = 450  # plotly's own default height, for figures that set none
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+
+
+def static_figures_on() -> bool:
+    """Whether :func:`show` adds a PNG when not told: ``MINIELECTRA_STATIC_FIGURES=1``."""
+    return os.environ.get("MINIELECTRA_STATIC_FIGURES", "").strip().lower() in ("1", "true",
+                                                                                 "yes")
+
+
+def describe(fig: go.Figure) -> str:
+    """One line for the text/plain part of the output: the figure's title, what it is."""
+    title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
+    kinds = sorted({t.type for t in fig.data}) or ["empty"]
+    return f"<figure{': ' + title if title else ''} ({', '.join(kinds)})>"
+
+
+def png(fig: go.Figure) -> bytes:
+    """The figure as a PNG at its own size (or :data:`FIGURE_WIDTH` x :data:`DEFAULT_HEIGHT`)."""
+    from .browser import figure_png
+    width = int(fig.layout.width or FIGURE_WIDTH)
+    height = int(fig.layout.height or DEFAULT_HEIGHT)
+    return figure_png(fig.to_json(), width=width, height=height)
+
+
+def figure_bundle(fig: go.Figure, *, static: bool | None = None,
+                  interactive: bool = True) -> dict:
+    """The output's mimetypes: plotly's JSON (``interactive``), a PNG (``static``; None:
+    :func:`static_figures_on`) and one line of text, which says where the figure can be seen."""
+    static = static_figures_on() if static is None else static
+    bundle = {PLOTLY_MIME: json.loads(fig.to_json())} if interactive else {}
+    text = describe(fig)
+    if static:
+        try:
+            # base64 text, as a notebook stores images
+            bundle["image/png"] = base64.b64encode(png(fig)).decode("ascii")
+        except (FileNotFoundError, RuntimeError, OSError) as e:
+            text += f" (no static copy: {e})"
+    if not static or "image/png" not in bundle:
+        text += " (interactive: run the notebook in JupyterLab or VS Code to see it)"
+    bundle["text/plain"] = text
+    return bundle
+
+
+def show(fig: go.Figure, *, static: bool | None = None) -> None:
+    """Display ``fig`` in the notebook as :func:`figure_bundle` says."""
+    from IPython.display import display
+    display(figure_bundle(fig, static=static), raw=True)
+
+
+def static_copy(fig: go.Figure, *, static: bool | None = None) -> None:
+    """A picture of a widget's current figure for readers without the kernel (GitHub, HTML);
+    nothing unless static copies are on (a live reader already sees the widget)."""
+    if static_figures_on() if static is None else static:
+        from IPython.display import display
+        display(figure_bundle(fig, static=True, interactive=False), raw=True)
+
+
+def widget_bundle(widget, text: str) -> dict:
+    """A widget's output with ``text`` as its plain-text part: what a reader without the kernel
+    sees in place of the widget (not ipywidgets' repr, e.g. ``VBox(children=...``)."""
+    bundle = widget._repr_mimebundle_()
+    bundle["text/plain"] = text
+    return bundle
