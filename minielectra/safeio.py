@@ -225,7 +225,7 @@ class FolderLock:
             if held is not None and held.file is not None:
                 raise self._busy(held.holder)
         fd = self._open()
-        f = os.fdopen(fd, "r+")
+        f = os.fdopen(fd, "r+", errors="replace")
         previous = f.read().strip()
         try:
             if fcntl is not None:
@@ -334,8 +334,8 @@ def exclusive_output(path: str | Path, *, what: str, owned: Callable[[Path], boo
     try:
         lock = FolderLock(path, what=what).acquire()
     except BaseException:
-        if created:
-            shutil.rmtree(path, ignore_errors=True)
+        if created and not any(path.iterdir()):
+            path.rmdir()
         raise
     new_lock, done = None, False
     try:
@@ -354,8 +354,9 @@ def exclusive_output(path: str | Path, *, what: str, owned: Callable[[Path], boo
         for held in (new_lock, lock):
             if held is not None:
                 held.release()
-        if created and not done:
-            shutil.rmtree(path, ignore_errors=True)
+        if created and not done and [p.name for p in path.iterdir()] == [LOCK_FILE]:
+            (path / LOCK_FILE).unlink()  # the folder this call made, holding only the lock
+            path.rmdir()
 
 
 # ------------------------------------------------------------------------ 4. SIGTERM

@@ -9,6 +9,7 @@ trainer numbers first, in the order given), sorted, they get the same numbers ev
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -27,8 +28,19 @@ def _is_punctuation_or_cjk(c: str) -> bool:
 
 
 def continuation_symbols(texts: Iterable[str], normalizer) -> list[str]:
-    """``"##c"`` for every character ``c`` that may continue a word of ``texts``, sorted."""
-    chars: set[str] = set()
+    """``"##c"`` for every character ``c`` that continues a word of ``texts`` (follows a
+    character of the same word, as BERT's pre-tokenizer splits them), sorted."""
+    found: set[str] = set()
+    seen: set[str] = set()
+    blank: dict[int, str] = {}  # punctuation -> " ": then words are what whitespace separates
     for text in texts:
-        chars.update(normalizer.normalize_str(text))
-    return ["##" + c for c in sorted(chars) if not c.isspace() and not _is_punctuation_or_cjk(c)]
+        text = normalizer.normalize_str(text)
+        new = set(text) - seen
+        if new:
+            seen |= new
+            blank.update({ord(c): " " for c in new if _is_punctuation_or_cjk(c)})
+        found.update(_CONTINUES.findall(text.translate(blank)))
+    return ["##" + c for c in sorted(found)]
+
+
+_CONTINUES = re.compile(r"(?<=\S)\S")  # a character right after another in one word

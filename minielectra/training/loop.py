@@ -46,7 +46,7 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     tests use it to split a run in two. ``on_record`` is called with every record written to
     ``metrics.jsonl`` (``"kind": "train"`` or ``"eval"``), e.g. to update live curves. ``ranks``:
     this process's place in a data-parallel run (:mod:`.ranks`, :mod:`minielectra.distributed`).
-    Ctrl-C saves the last completed step and raises :class:`.interrupt.Interrupted`.
+    Ctrl-C (or SIGTERM) saves the last completed step and raises :class:`.interrupt.Interrupted`.
     """
     check_types(cfg)  # these refusals come before the lock creates train.out_dir
     cfg.validate()
