@@ -21,7 +21,7 @@ raw figures and the checks made (``ok`` true/false). A failed stage is tried aga
 
 Here (with ``MINIELECTRA_DATA_DIR`` set, and PyPI reachable for the one wheel)::
 
-    python benchmarks/gpu_check.py --pack .gpu_pack     # data + wheels, ~9 MiB; prints sizes
+    python benchmarks/gpu_check.py --pack .gpu_pack     # data + wheel, 16 MiB; prints sizes
     python benchmarks/gpu_check.py --dry-run            # every stage on the CPU, toy shapes
 
 On the GPU machine, each call (carry ``.gpu_pack``; the JSON comes back through ``$OUT``)::
