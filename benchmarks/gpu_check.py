@@ -13,7 +13,7 @@ raw figures and the checks made (``ok`` true/false). A failed stage is tried aga
       under ``set_sync_debug_mode("error")``                              (``gpu/graph.py``)
   3   speed vs transformers' modules at 128 x 128, batch 128/256/512: steps/s, MFU against
       stage 1's peak, peak memory (``bench_small.py``)                   (``gpu/speed.py``)
-  4   ``minielectra pretrain --preset small --corpus pretrain-en``, ~5 minutes (``gpu/runs.py``)
+  4   ``minielectra pretrain --preset small --corpus pretrain-en``, ~4 minutes (``gpu/runs.py``)
   5   the same run resumed (``--resume``)
   6   fine-tuning it on SST-2 and RTE; a ``torchrun --nproc_per_node=1`` smoke
   7   lessons 05, 07, 08 as scripts on the GPU, timed beside the CPU   (``gpu/lessons.py``)
@@ -28,8 +28,9 @@ On the GPU machine, each call (carry ``.gpu_pack``; the JSON comes back through 
 
     PYTHONUNBUFFERED=1 python benchmarks/gpu_check.py --copy-to $OUT
 
-then copy the returned ``<device>.json`` into ``benchmarks/results/gpu/`` before the next call
-(it travels with the repository and tells the next call what is done), and at the end
+(planned: stages 1-2, 3, 4, 5, 6-7: five calls, about 28 minutes of GPU time with a machine's
+start), then copy the returned ``<device>.json`` into ``benchmarks/results/gpu/`` before the
+next call (it travels with the repository and tells the next call what is done), and at the end
 ``python benchmarks/gpu_check.py --fill benchmarks/results/gpu/<device>.json`` writes the
 measured figures into the README's and the Small guide's tables.
 """
@@ -65,13 +66,14 @@ STAGES = {
     2: ("torch.compile: graph breaks, recompiles, host syncs",
         lambda ctx, prev, left: graph.run(ctx), 2.5),
     3: ("speed vs transformers' modules, batch 128/256/512",
-        lambda ctx, prev, left: speed.run(ctx, prev, seconds_left=left), 6.0),
-    4: ("pretrain --preset small on pretrain-en (~5 min)",
-        lambda ctx, prev, left: runs.pretrain(ctx), 7.0),
-    5: ("pretrain --resume (the next call)", lambda ctx, prev, left: runs.resume(ctx), 7.0),
-    6: ("fine-tune SST-2 and RTE; torchrun smoke", lambda ctx, prev, left: runs.finetune(ctx), 6.0),
+        lambda ctx, prev, left: speed.run(ctx, prev, seconds_left=left), 5.0),
+    4: ("pretrain --preset small on pretrain-en (~4 min)",
+        lambda ctx, prev, left: runs.pretrain(ctx), 5.5),
+    5: ("pretrain --resume (the next call)", lambda ctx, prev, left: runs.resume(ctx), 5.5),
+    6: ("fine-tune SST-2 and RTE; torchrun smoke",
+        lambda ctx, prev, left: runs.finetune(ctx), 4.5),
     7: ("lessons 05, 07, 08 on the GPU", lambda ctx, prev, left: lessons.run(
-        ctx, seconds_left=left), 5.0),
+        ctx, seconds_left=left), 3.5),
 }
 
 
