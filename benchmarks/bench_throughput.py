@@ -260,6 +260,11 @@ def main(argv=None) -> int:
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "per_round": {k: [round(x, 3) for x in v] for k, v in rates.items()},
     }
+    for prof in (result["profile"] or {}).values():
+        # The matrix products' own rate: the step's FLOPs (all matmul) over their share of
+        # the (profiled) step time. Near 1: the rest of the step is what keeps the fraction low.
+        seconds = prof["matmul"] * prof["ms_per_step"] / 1e3
+        prof["matmul_fraction_of_peak"] = round(flops / seconds / peak, 3) if seconds else None
     result["readme_row"] = readme_row(result)
     print(json.dumps(result, indent=2))
     print(result["readme_row"], file=sys.stderr)

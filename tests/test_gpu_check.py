@@ -134,3 +134,23 @@ def test_training_imports_nothing_the_gpu_image_lacks(blocked, ok):
     proc = subprocess.run([sys.executable, "-c", BLOCKER.format(blocked=sorted(blocked))],
                           cwd=REPO, env=env(), capture_output=True, text=True, timeout=120)
     assert (proc.returncode == 0) == ok, proc.stderr[-1500:]
+
+
+def test_bench_throughput_reports_each_side_against_a_peak_it_measured(capsys):
+    """The fraction is steps/s x the paper's FLOPs per step / the matmul rate measured in the
+    same run; the profile's shares are fractions of the step that sum to at most 1."""
+    import bench_throughput
+    from minielectra.config import preset
+    from minielectra.objectives.flops import train_flops_per_step
+    bench_throughput.main(["--preset", "nano", "--rounds", "2", "--steps", "1", "--batch-size",
+                           "4", "--seq-len", "8", "--profile-steps", "1", "--peak-n", "128"])
+    r = json.loads(capsys.readouterr().out)
+    run = preset("nano")
+    run.train.batch_size, run.data.max_seq_len = 4, 8
+    assert r["flops_per_step"] == train_flops_per_step(run)
+    assert r["peak"]["gflops"] == round(max(p["tflops"] for p in r["peak"]["measured"]) * 1e3, 1)
+    for side in ("minielectra", "transformers"):
+        expected = r[side]["median"] * r["flops_per_step"] / (r["peak"]["gflops"] * 1e9)
+        assert abs(r["fraction_of_peak"][side] - expected) <= 0.001 + 0.03 * expected
+        shares = r["profile"][side]["ops"].values()
+        assert 0 < sum(shares) <= 1.0001 and r["profile"][side]["matmul"] > 0
