@@ -20,10 +20,13 @@ OpenWebText and 1M steps: ``tutorial/reproduce_small.md``). Each stage keeps the
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
-from .common import TOY_SMALL, Context, check, cli, sh
+from .common import REPO, TOY_SMALL, Context, check, cli, sh
 
 # train.max_minutes of each call's run: it counts from the command's start (tokenising and
 # compiling included); the final evaluation and checkpoint come on top, inside the 8 minutes.
@@ -32,19 +35,48 @@ MINUTES = 4.0
 
 def pretrain_args(ctx: Context, out: Path, minutes: float) -> list[str]:
     args = ["pretrain", "--preset", "small", "--corpus", "pretrain-en", "--out", str(out),
-            "--set", "data.vocab=bert-uncased", "--set", f"train.max_minutes={minutes}"]
-    if ctx.dry:
-        args += ["--device", "cpu", *[x for o in TOY_SMALL for x in ("--set", o)],
-                 "--set", "train.batch_size=4", "--set", "train.eval_examples=16",
-                 "--set", "train.log_every=2", "--set", "data.num_workers=1"]
-    return args
+            "--set", "data.vocab=bert-uncased"]
+    if ctx.dry:  # a step count, not a clock: a loaded CPU tokenises for a minute or more
+        return args + ["--device", "cpu", "--max-steps", str(DRY_STEPS),
+                       *[x for o in TOY_SMALL for x in ("--set", o)],
+                       "--set", "train.batch_size=4", "--set", "train.eval_examples=16",
+                       "--set", "train.log_every=2", "--set", "data.num_workers=1"]
+    return args + ["--set", f"train.max_minutes={minutes}"]
 
 
-def minutes(ctx: Context, *, resume: bool = False, fallback: bool = False) -> float:
-    """Wall-clock minutes from the command's start (loading data and compiling count). The dry
-    run: long enough to tokenise pretrain-en on one loaded core and take a few toy steps."""
-    m = (0.25 if resume else 0.4) if ctx.dry else ctx.minutes.get("pretrain", MINUTES)
+DRY_STEPS = 12
+
+
+def minutes(ctx: Context, *, fallback: bool = False) -> float:
+    """Wall-clock minutes from the command's start (loading data and compiling count)."""
+    m = ctx.minutes.get("pretrain", MINUTES)
     return m / 2 if fallback else m
+
+
+def first_part(ctx: Context, out: Path, *, minutes_: float, timeout: float) -> dict:
+    """The run's first part: ``train.max_minutes`` stops it on a GPU; the dry run stops it with
+    Ctrl-C (SIGINT, which saves the last step) once step 2 is logged, so its resume always has
+    steps left whatever the machine's load."""
+    args = cli(*pretrain_args(ctx, out, minutes_))
+    if not ctx.dry:
+        return sh(ctx, args, timeout=timeout)
+    print("$", " ".join(args), "(Ctrl-C after step 2)", flush=True)
+    begin = time.perf_counter()
+    proc = subprocess.Popen(args, cwd=REPO, env=ctx.env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    while proc.poll() is None and time.perf_counter() - begin < timeout:
+        if records(out)["last_step"] >= 2:
+            proc.send_signal(signal.SIGINT)
+            break
+        time.sleep(0.2)
+    try:
+        text = proc.communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        text = proc.communicate()[0]
+    print(text[-3000:], flush=True)
+    return {"command": " ".join(args) + "  (Ctrl-C after step 2)", "exit": proc.returncode,
+            "seconds": round(time.perf_counter() - begin, 1), "output_tail": text[-3000:]}
 
 
 def records(run_dir: Path) -> dict:
@@ -67,9 +99,10 @@ def pretrain(ctx: Context) -> dict:
     if (out / "checkpoints").exists():  # an earlier try on this machine: start over
         import shutil
         shutil.rmtree(out)
-    result = sh(ctx, cli(*pretrain_args(ctx, out, minutes(ctx))), timeout=7.5 * 60)
+    result = first_part(ctx, out, minutes_=minutes(ctx), timeout=7.5 * 60)
     result.update(records(out), run_dir=str(out))
-    result["checks"] = {"ran": check(result["exit"] == 0 and result["last_step"] > 0,
+    stopped = result["exit"] == (130 if ctx.dry else 0)  # 130: stopped by Ctrl-C, and saved
+    result["checks"] = {"ran": check(stopped and result["last_step"] > 0,
                                      steps=result["last_step"])}
     return result
 
@@ -80,11 +113,10 @@ def resume(ctx: Context) -> dict:
     result = {"machine": "a fresh one: stage 4's run was gone, so this call trained half the "
                          "time and resumed for the other half" if fresh else
                          "the same as stage 4's: its run resumed"}
-    m = minutes(ctx, resume=True, fallback=fresh)
+    m = minutes(ctx, fallback=fresh)
     if fresh:
         out = ctx.work / "runs" / "small-fresh"
-        first = sh(ctx, cli(*pretrain_args(ctx, out, minutes(ctx, fallback=True))),
-                   timeout=4 * 60)
+        first = first_part(ctx, out, minutes_=m, timeout=4 * 60)
         result["first_part"] = {k: first[k] for k in ("command", "exit", "seconds")}
     before = records(out)["last_step"]
     second = sh(ctx, cli(*pretrain_args(ctx, out, m), "--resume"), timeout=7 * 60)
@@ -123,8 +155,7 @@ def finetune(ctx: Context) -> dict:
     result: dict = {}
     if run_dir is None:  # a fresh machine: pre-train briefly so there is something to tune
         run_dir = ctx.work / "runs" / "small-for-finetune"
-        short = minutes(ctx) if ctx.dry else 1.5
-        result["pretrained_here"] = sh(ctx, cli(*pretrain_args(ctx, run_dir, short)),
+        result["pretrained_here"] = sh(ctx, cli(*pretrain_args(ctx, run_dir, 1.5)),
                                        timeout=4 * 60)
     result["checkpoint"] = str(run_dir)
     result["torchrun"] = sh(ctx, torchrun_args(ctx), timeout=3 * 60)
