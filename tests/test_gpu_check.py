@@ -98,6 +98,10 @@ def test_fill_replaces_only_the_marked_block(tmp_path):
     assert text.startswith(before) and text.endswith("<!-- /gpu-check -->" + after)
     assert "old" not in text and "NVIDIA H100 80GB HBM3, 2026-11-25" in text
     assert "| 1 graph, 0 graph breaks, 0 host syncs | 1, 0, 0 (met) |" in text
+    results["device"] = "cpu-dry-run"  # toy figures never reach the documents
+    (tmp_path / "dry.json").write_text(json.dumps(results))
+    with pytest.raises(ValueError, match="dry run"):
+        fill(tmp_path / "dry.json", targets=(doc,))
     bare = tmp_path / "bare.md"
     bare.write_text("no block\n")
     with pytest.raises(ValueError, match="bare.md"):

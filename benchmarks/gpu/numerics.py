@@ -121,7 +121,7 @@ def adamw(ctx: Context) -> dict:
                     for a, s in zip(ours.parameters(), start.parameters()))
         diff = max(float((a - b).abs().max())
                    for a, b in zip(ours.parameters(), fused.parameters()))
-    return {"fused_class": type(opts["fused"][1]).__name__,
+    return {"steps": i + 1, "fused_class": type(opts["fused"][1]).__name__,
             "fused": bool(opts["fused"][1].defaults.get("fused")),
             "largest_update": moved, "largest_difference": diff, "relative": diff / moved,
             "tolerance": ADAM_RTOL}

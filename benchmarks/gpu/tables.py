@@ -41,7 +41,8 @@ def rows(results: dict) -> list[str]:
                    f"{p['loss_rel_diff_max']:.2e}; first gradient cosine "
                    f"{p['first_grad_cosine']:.4f} | <= 0.02, <= 0.05; >= 0.99"
                    f"{_ok(s1, 'bf16_loss_parity')} |")
-        out.append(f"| fused AdamW vs the library's optimiser, 20 steps | largest difference "
+        out.append(f"| fused AdamW vs the library's optimiser, {a.get('steps', 20)} steps | "
+                   f"largest difference "
                    f"{a['relative']:.1e} of the largest update | <= 1e-3"
                    f"{_ok(s1, 'fused_adamw_matches')} |")
     if s2:
@@ -52,13 +53,14 @@ def rows(results: dict) -> list[str]:
     for batch, r in (s3 or {}).get("by_batch", {}).items():
         m, h = r["minielectra"], r["transformers"]
         mfu = f", MFU {100 * m['mfu']:.1f}%" if m.get("mfu") else ""
-        mem = r.get("peak_memory_gib (warm-up steps)", {})
+        mem = {k: f", {v} GiB" if v is not None else ""
+               for k, v in r.get("peak_memory_gib (warm-up steps)", {}).items()}
         shape = (f"batch {r['batch'][0]} x {r['batch'][1]}, {r['precision']}"
                   + (" + compile" if r["compile"] else ""))
         out.append(f"| `small` training, {shape} (stage 3) | "
                    f"{m['steps_per_s']:.1f} steps/s ({m['spread'][0]:.1f}-{m['spread'][1]:.1f})"
-                   f"{mfu}, {mem.get('minielectra')} GiB; transformers' modules "
-                   f"{h['steps_per_s']:.1f} steps/s, {mem.get('transformers')} GiB: "
+                   f"{mfu}{mem.get('minielectra', '')}; transformers' modules "
+                   f"{h['steps_per_s']:.1f} steps/s{mem.get('transformers', '')}: "
                    f"**{r['ratio']:.2f}x** | "
                    + (f">= 80 steps/s{_ok(s3, 'steps_per_s_target')}, >= 2x"
                       f"{_ok(s3, 'ratio_vs_transformers_target')} |" if batch == "128" else " |"))
@@ -107,7 +109,10 @@ def render(results: dict) -> str:
 
 
 def fill(json_path: Path, targets: tuple[Path, ...] = TARGETS) -> dict:
-    text = render(json.loads(Path(json_path).read_text()))
+    results = json.loads(Path(json_path).read_text())
+    if results.get("device") == "cpu-dry-run":
+        raise ValueError(f"{json_path}: a dry run's figures are toy-sized, not measurements")
+    text = render(results)
     filled = []
     for path in targets:
         doc = path.read_text()
