@@ -44,7 +44,7 @@ def pretrain_args(ctx: Context, out: Path, minutes: float) -> list[str]:
     return args + ["--set", f"train.max_minutes={minutes}"]
 
 
-DRY_STEPS = 12
+DRY_STEPS = 100_000  # never reached: Ctrl-C stops each part
 
 
 def minutes(ctx: Context, *, fallback: bool = False) -> float:
@@ -53,19 +53,19 @@ def minutes(ctx: Context, *, fallback: bool = False) -> float:
     return m / 2 if fallback else m
 
 
-def first_part(ctx: Context, out: Path, *, minutes_: float, timeout: float) -> dict:
-    """The run's first part: ``train.max_minutes`` stops it on a GPU; the dry run stops it with
-    Ctrl-C (SIGINT, which saves the last step) once step 2 is logged, so its resume always has
-    steps left whatever the machine's load."""
-    args = cli(*pretrain_args(ctx, out, minutes_))
+def part(ctx: Context, args: list[str], out: Path, *, timeout: float) -> dict:
+    """One part of a run: ``train.max_minutes`` stops it on a GPU; the dry run stops it with
+    Ctrl-C (SIGINT, which saves the last step) once it has logged 2 steps more than its
+    checkpoint had, whatever the machine's load (its step count is never reached)."""
     if not ctx.dry:
         return sh(ctx, args, timeout=timeout)
-    print("$", " ".join(args), "(Ctrl-C after step 2)", flush=True)
+    until = records(out)["last_step"] + 2
+    print("$", " ".join(args), f"(Ctrl-C after step {until})", flush=True)
     begin = time.perf_counter()
     proc = subprocess.Popen(args, cwd=REPO, env=ctx.env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     while proc.poll() is None and time.perf_counter() - begin < timeout:
-        if records(out)["last_step"] >= 2:
+        if records(out)["last_step"] >= until:
             proc.send_signal(signal.SIGINT)
             break
         time.sleep(0.2)
@@ -75,8 +75,13 @@ def first_part(ctx: Context, out: Path, *, minutes_: float, timeout: float) -> d
         proc.kill()
         text = proc.communicate()[0]
     print(text[-3000:], flush=True)
-    return {"command": " ".join(args) + "  (Ctrl-C after step 2)", "exit": proc.returncode,
-            "seconds": round(time.perf_counter() - begin, 1), "output_tail": text[-3000:]}
+    return {"command": " ".join(args) + f"  (Ctrl-C after step {until})",
+            "exit": proc.returncode, "seconds": round(time.perf_counter() - begin, 1),
+            "output_tail": text[-3000:]}
+
+
+def stopped_well(ctx: Context, code) -> bool:
+    return code == (130 if ctx.dry else 0)  # 130: stopped by Ctrl-C, and saved
 
 
 def records(run_dir: Path) -> dict:
@@ -99,11 +104,10 @@ def pretrain(ctx: Context) -> dict:
     if (out / "checkpoints").exists():  # an earlier try on this machine: start over
         import shutil
         shutil.rmtree(out)
-    result = first_part(ctx, out, minutes_=minutes(ctx), timeout=7.5 * 60)
+    result = part(ctx, cli(*pretrain_args(ctx, out, minutes(ctx))), out, timeout=7.5 * 60)
     result.update(records(out), run_dir=str(out))
-    stopped = result["exit"] == (130 if ctx.dry else 0)  # 130: stopped by Ctrl-C, and saved
-    result["checks"] = {"ran": check(stopped and result["last_step"] > 0,
-                                     steps=result["last_step"])}
+    result["checks"] = {"ran": check(stopped_well(ctx, result["exit"])
+                                     and result["last_step"] > 0, steps=result["last_step"])}
     return result
 
 
@@ -116,13 +120,13 @@ def resume(ctx: Context) -> dict:
     m = minutes(ctx, fallback=fresh)
     if fresh:
         out = ctx.work / "runs" / "small-fresh"
-        first = first_part(ctx, out, minutes_=m, timeout=4 * 60)
+        first = part(ctx, cli(*pretrain_args(ctx, out, m)), out, timeout=4 * 60)
         result["first_part"] = {k: first[k] for k in ("command", "exit", "seconds")}
     before = records(out)["last_step"]
-    second = sh(ctx, cli(*pretrain_args(ctx, out, m), "--resume"), timeout=7 * 60)
+    second = part(ctx, cli(*pretrain_args(ctx, out, m), "--resume"), out, timeout=7 * 60)
     result.update(second, **records(out), run_dir=str(out), resumed_from_step=before)
     result["checks"] = {"resumed_and_trained": check(
-        second["exit"] == 0 and result["last_step"] > before > 0,
+        stopped_well(ctx, second["exit"]) and result["last_step"] > before > 0,
         from_step=before, to_step=result["last_step"])}
     return result
 
@@ -155,8 +159,8 @@ def finetune(ctx: Context) -> dict:
     result: dict = {}
     if run_dir is None:  # a fresh machine: pre-train briefly so there is something to tune
         run_dir = ctx.work / "runs" / "small-for-finetune"
-        result["pretrained_here"] = sh(ctx, cli(*pretrain_args(ctx, run_dir, 1.5)),
-                                       timeout=4 * 60)
+        result["pretrained_here"] = part(ctx, cli(*pretrain_args(ctx, run_dir, 1.5)),
+                                         run_dir, timeout=4 * 60)
     result["checkpoint"] = str(run_dir)
     result["torchrun"] = sh(ctx, torchrun_args(ctx), timeout=3 * 60)
     checks = {"torchrun_smoke": check(result["torchrun"]["exit"] == 0)}
