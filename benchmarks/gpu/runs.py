@@ -62,8 +62,11 @@ def part(ctx: Context, args: list[str], out: Path, *, timeout: float) -> dict:
     until = records(out)["last_step"] + 2
     print("$", " ".join(args), f"(Ctrl-C after step {until})", flush=True)
     begin = time.perf_counter()
+    # SIGINT back to its default in the child: a shell's background job (CI, nohup) inherits
+    # it ignored, and Python then never raises KeyboardInterrupt.
     proc = subprocess.Popen(args, cwd=REPO, env=ctx.env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     while proc.poll() is None and time.perf_counter() - begin < timeout:
         if records(out)["last_step"] >= until:
             proc.send_signal(signal.SIGINT)
