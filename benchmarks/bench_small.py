@@ -101,7 +101,7 @@ def readme_rows(r: dict) -> list[str]:
     return rows
 
 
-def main(argv=None) -> int:
+def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--batch", type=int, default=128, help="the paper's 128; shrink on a CPU")
@@ -110,32 +110,42 @@ def main(argv=None) -> int:
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--steps", type=int, default=20, help="steps per timed round")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--peak-tflops", type=float, help="the device's peak, for MFU")
-    args = ap.parse_args(argv)
+    ap.add_argument("--peak-tflops", type=float, help="the device's peak, for MFU (a measured "
+                    "one: benchmarks/gpu_check.py measures it in stage 1)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config override (the dry run shrinks the model with these)")
+    return ap.parse_args(argv)
 
+
+def measure(args: argparse.Namespace, command: str) -> dict:
+    """Both sides' steps/s, FLOP/s, MFU and peak memory at ``args``' shape: the JSON printed."""
     run = preset("small")
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     device = torch.device("cuda" if cuda else "cpu")
     # train.precision/device are set directly: resolve_device refuses bf16 on a CPU for
     # training runs, but CPU autocast in bf16 is what this benchmark measures there.
     apply_overrides(run, [f"train.batch_size={args.batch}", f"data.max_seq_len={args.seq_len}",
-                          f"train.compile={not args.no_compile}", "train.grad_accum=1"])
+                          f"train.compile={not args.no_compile}", "train.grad_accum=1",
+                          *args.set])
     run.train.precision = args.precision
     cfg, obj, t = run.model, run.objective, run.train
     torch.manual_seed(0)
-    ids = torch.randint(1000, cfg.vocab_size, (args.batch, args.seq_len), device=device)
+    ids = torch.randint(1000 if cfg.vocab_size > 2000 else 5, cfg.vocab_size,
+                        (args.batch, args.seq_len), device=device)
     ids[:, 0], ids[:, -1] = cfg.cls_token_id, cfg.sep_token_id
     batches = itertools.repeat({"input_ids": ids, "attention_mask": torch.ones_like(ids),
                                 "token_type_ids": torch.zeros_like(ids)})
     models = {"minielectra": Electra(cfg, obj), "transformers": HFElectra(cfg, obj)}
-    if not hasattr(models["transformers"], "objective"):  # what train_step's objectives.compute
-        models["transformers"].objective = obj             # reads to pick the loss
     steps = {k: make_step(m.to(device).train(), t, device) for k, m in models.items()}
-    compile_s = {}
+    compile_s, memory = {}, {}
     for name, step in steps.items():  # warm-up, and compilation
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
         begin = time.perf_counter()
         timed(step, batches, 2)
         compile_s[name] = round(time.perf_counter() - begin, 1)
+        memory[name] = (round(torch.cuda.max_memory_allocated() / 2 ** 30, 2) if cuda
+                        else None)
     rates = {k: [] for k in steps}
     for _ in range(args.rounds):  # interleaved: machine noise hits both sides alike
         for name, step in steps.items():
@@ -146,7 +156,7 @@ def main(argv=None) -> int:
     result = {
         "benchmark": "ELECTRA-Small training steps/s, minielectra vs transformers, one process",
         "batch": [args.batch, args.seq_len], "precision": t.precision, "compile": t.compile,
-        "device": device.type, "command": " ".join(sys.argv[1:] if argv is None else argv),
+        "device": device.type, "command": command,
         "device_name": (torch.cuda.get_device_name() if cuda else
                         f"{platform.processor() or platform.machine()} CPU, "
                         f"{torch.get_num_threads()} threads"),
@@ -155,6 +165,7 @@ def main(argv=None) -> int:
                       "given with --peak-tflops" if peak else
                       "no peak stated for this device: MFU not computed"),
         "warmup_s (incl. compile)": compile_s,
+        "peak_memory_gib (warm-up steps)": memory,
         **{k: summary(k, v, flops, peak) for k, v in rates.items()},
         "ratio": round(statistics.median(rates["minielectra"])
                        / statistics.median(rates["transformers"]), 3),
@@ -164,6 +175,11 @@ def main(argv=None) -> int:
         result["target_80_steps_per_s_met"] = result["minielectra"]["steps_per_s"] >= \
             TARGET_STEPS_PER_S
     result["readme_rows"] = readme_rows(result)
+    return result
+
+
+def main(argv=None) -> int:
+    result = measure(parse(argv), " ".join(sys.argv[1:] if argv is None else argv))
     print(json.dumps(result, indent=2))
     print("\n".join(result["readme_rows"]), file=sys.stderr)
     return 0

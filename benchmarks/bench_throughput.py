@@ -19,9 +19,16 @@ median reported with its spread (quartiles), beside each side's median, quartile
     python benchmarks/bench_throughput.py --preset nano            # CPU, 2 cores
     python benchmarks/bench_throughput.py --preset small --device cuda --precision bf16 --compile
 
+The hardware's share: the same process measures the peak it is compared with, a large fp32
+matmul (``--peak-n``) on the same threads, before and after the rounds (the higher of the two
+medians is the peak: load only lowers it). Each side's FLOP/s is its steps/s times the paper's
+FLOPs per step (``minielectra.objectives.flops``: the matmuls the objective needs, the same
+number for both sides) and is reported as a fraction of that peak. ``torch.profiler`` then runs
+a few steps of each side and gives the share of step time per operation (self CPU time).
+
 Prints one JSON object on stdout: steps/s of each (median and spread), ``ratio`` = the median of
-the per-round ratios minielectra / transformers, and ``readme_row``, the line for the README's
-benchmark table (also printed on stderr).
+the per-round ratios minielectra / transformers, the peak and each side's fraction of it, the
+profile, and ``readme_row``, the line for the README's benchmark table (also printed on stderr).
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ from types import SimpleNamespace
 import _env  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch)
 import torch
 import torch.nn.functional as F
+from peak import matmul_peak
 
 from minielectra.config import apply_overrides, preset
+from minielectra.objectives.flops import train_flops_per_step
 from minielectra.model.electra import (Electra, _metrics, gumbel_max_sample, mask_tokens,
                                        replace_tokens)
 from minielectra.training.device import resolve_device
@@ -128,6 +137,25 @@ def interleaved(steps: dict, batches, sampler, *, chunk: dict, rounds: int) -> d
     return rates
 
 
+def profile(step, batches, sampler, steps: int, top: int = 12) -> dict:
+    """Share of step time per operation (self CPU time of ``steps`` steps), the largest first;
+    ``matmul`` sums the matrix products, ``attention`` the fused attention kernels."""
+    from torch.profiler import ProfilerActivity
+    with torch.profiler.profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step(batches, sampler)
+    events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    total = sum(e.self_cpu_time_total for e in events)
+    share = {e.key: e.self_cpu_time_total / total for e in events}
+    groups = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"),
+              "attention": ("scaled_dot_product",)}
+    out = {g: round(sum(v for k, v in share.items() if any(x in k for x in keys)), 3)
+           for g, keys in groups.items()}
+    out["ops"] = {k: round(v, 3) for k, v in sorted(share.items(), key=lambda kv: -kv[1])[:top]}
+    out["ms_per_step"] = round(total / 1e3 / steps, 2)
+    return out
+
+
 def spread(values: list[float]) -> dict:
     q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
     return {"median": round(median, 3), "q1": round(q1, 3), "q3": round(q3, 3),
@@ -142,11 +170,15 @@ def readme_row(r: dict) -> str:
     machine = (r["device_name"] if r["device"] != "cpu"
                else f"{r['cpus']}-core {r['device_name']} CPU, torch threads: {r['threads']}")
     m, h, q = r["minielectra"], r["transformers"], r["ratio_spread"]
-    return (f"| {what} | {machine} | {m['median']:.1f} steps/s (quartiles {m['q1']:.1f}-"
-            f"{m['q3']:.1f}) | transformers ElectraForMaskedLM + ElectraForPreTraining, same "
-            f"objective, optimiser and loop: {h['median']:.1f} steps/s ({h['q1']:.1f}-"
-            f"{h['q3']:.1f}) | **{r['ratio']:.2f}x** (paired, quartiles {q['q1']:.2f}-"
-            f"{q['q3']:.2f}, {r['rounds']} interleaved rounds) |")
+    f = r["fraction_of_peak"]
+    load = r["load_average"][0] if r["load_average"] else None
+    return (f"| {what} | {machine}, load average {load:.1f}, measured fp32 matmul peak "
+            f"{r['peak']['gflops']:.0f} GFLOP/s | {m['median']:.1f} steps/s (quartiles "
+            f"{m['q1']:.1f}-{m['q3']:.1f}), {100 * f['minielectra']:.0f}% of the peak | "
+            f"transformers ElectraForMaskedLM + ElectraForPreTraining, same objective, optimiser "
+            f"and loop: {h['median']:.1f} steps/s ({h['q1']:.1f}-{h['q3']:.1f}), "
+            f"{100 * f['transformers']:.0f}% | **{r['ratio']:.2f}x** (paired, quartiles "
+            f"{q['q1']:.2f}-{q['q3']:.2f}, {r['rounds']} interleaved rounds) |")
 
 
 def main(argv=None) -> int:
@@ -162,7 +194,15 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, help="a fixed number of steps per side and round "
                     "instead of --chunk-seconds")
     ap.add_argument("--rounds", type=int, default=40, help="rounds (each runs both sides)")
+    ap.add_argument("--peak-n", type=int, default=2048, help="size of the fp32 matmul whose "
+                    "rate is the peak (n x n x n)")
+    ap.add_argument("--profile-steps", type=int, default=5, help="steps per side under "
+                    "torch.profiler (0: no profile)")
+    ap.add_argument("--threads", type=int, help="torch threads (default: torch's, i.e. "
+                    "OMP_NUM_THREADS or the cores)")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     run = preset(args.preset)
     apply_overrides(run, [f"train.device={args.device}", f"train.precision={args.precision}",
@@ -184,7 +224,12 @@ def main(argv=None) -> int:
     warm = {k: max(timed(s, batches, sampler, 3) for _ in range(2))  # warm-up (and compiling)
             for k, s in steps.items()}
     chunk = {k: args.steps or max(1, round(args.chunk_seconds * r)) for k, r in warm.items()}
+    peaks = [matmul_peak(device, torch.float32, n=args.peak_n, repeats=5)]
     rates = interleaved(steps, batches, sampler, chunk=chunk, rounds=args.rounds)
+    peaks.append(matmul_peak(device, torch.float32, n=args.peak_n, repeats=5))
+    peak = max(p["tflops"] for p in peaks) * 1e12
+    run.train.batch_size, run.data.max_seq_len = b, n
+    flops = train_flops_per_step(run)
     paired = [a / b for a, b in zip(rates["minielectra"], rates["transformers"])]
     command = " ".join(sys.argv[1:] if argv is None else argv) or "--preset nano"
     result = {
@@ -202,9 +247,24 @@ def main(argv=None) -> int:
         "ratio": round(statistics.median(paired), 3), "ratio_spread": spread(paired),
         "ratio_of_medians": round(statistics.median(rates["minielectra"])
                                   / statistics.median(rates["transformers"]), 3),
+        "flops_per_step": flops,
+        "peak": {"gflops": round(peak / 1e9, 1), "measured": peaks,
+                 "what": f"fp32 {args.peak_n}^3 matmul, same process and threads, before and "
+                         "after the rounds; the higher median"},
+        "fraction_of_peak": {k: round(statistics.median(v) * flops / peak, 3)
+                             for k, v in rates.items()},
+        "achieved_gflops": {k: round(statistics.median(v) * flops / 1e9, 1)
+                            for k, v in rates.items()},
+        "profile": ({k: profile(s, batches, sampler, args.profile_steps)
+                     for k, s in steps.items()} if args.profile_steps else None),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "per_round": {k: [round(x, 3) for x in v] for k, v in rates.items()},
     }
+    for prof in (result["profile"] or {}).values():
+        # The matrix products' own rate: the step's FLOPs (all matmul) over their share of
+        # the (profiled) step time. Near 1: the rest of the step is what keeps the fraction low.
+        seconds = prof["matmul"] * prof["ms_per_step"] / 1e3
+        prof["matmul_fraction_of_peak"] = round(flops / seconds / peak, 3) if seconds else None
     result["readme_row"] = readme_row(result)
     print(json.dumps(result, indent=2))
     print(result["readme_row"], file=sys.stderr)

@@ -208,8 +208,11 @@ MLM_OBJECTIVES = ("mlm", "replace-mlm", "all-tokens-mlm")  # those that need `di
 
 def masked_lm_loss(logits: torch.Tensor, masked: MaskedInputs) -> torch.Tensor:
     """Cross-entropy ``(b, p, v)`` logits vs the originals, averaged over the used slots."""
-    token_ce = F.cross_entropy(logits.float().transpose(1, 2), masked.targets,
-                               reduction="none")  # (b, p)
+    b, p, v = logits.shape
+    # Rows of v contiguous logits: the softmax of a transposed (b, v, p) view strides over
+    # memory, and ran ~2x slower on a CPU.
+    token_ce = F.cross_entropy(logits.float().reshape(b * p, v), masked.targets.reshape(b * p),
+                               reduction="none").view(b, p)
     return (token_ce * masked.weights).sum() / (masked.weights.sum() + 1e-6)
 
 
