@@ -1,4 +1,6 @@
-"""The official optimiser and learning-rate schedule (``ELECTRA_REFERENCE.md`` section 1).
+"""The official optimiser and learning-rate schedule.
+
+The values and their source files: ``tutorial/appendix_official_recipe.md`` section A.1.
 
 google-research/electra ``model/optimization.py``, read top to bottom:
 
