@@ -44,3 +44,20 @@ def test_the_appendix_names_official_source_files():
                  "build_pretraining_dataset.py", "model/optimization.py", "flops_computation.py",
                  "configure_finetuning.py"]:
         assert f"`{name}" in text, name
+
+
+@pytest.mark.parametrize("name", DIAGRAMS)
+def test_diagrams_are_svg_with_text_as_text(name):
+    root = ET.parse(ROOT / "tutorial" / "img" / name).getroot()
+    assert root.tag == f"{SVG}svg", root.tag
+    assert float(root.get("width")) >= 600 and root.get("viewBox"), name  # readable, scalable
+    words = " ".join("".join(t.itertext()) for t in root.iter(f"{SVG}text"))
+    assert len(words.split()) >= 20, words  # the labels are text, not paths or pixels
+    assert root.find(f"{SVG}title") is not None  # what a screen reader announces
+
+
+@pytest.mark.parametrize("name", DIAGRAMS)
+def test_each_diagram_is_shown_by_a_chapter(name):
+    chapters = sorted((ROOT / "tutorial").glob("[0-9][0-9]_*.md"))
+    shown = [p.name for p in chapters if f"](img/{name})" in p.read_text()]
+    assert shown, f"no tutorial chapter embeds img/{name}"
