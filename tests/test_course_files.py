@@ -61,3 +61,21 @@ def test_each_diagram_is_shown_by_a_chapter(name):
     chapters = sorted((ROOT / "tutorial").glob("[0-9][0-9]_*.md"))
     shown = [p.name for p in chapters if f"](img/{name})" in p.read_text()]
     assert shown, f"no tutorial chapter embeds img/{name}"
+
+
+CHAPTERS = sorted((ROOT / "tutorial").glob("[0-9][0-9]_*.md"))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_each_chapter_links_a_runnable_solutions_notebook(chapter):
+    """The exercises' solutions are code a learner runs (nbval runs them too), not prose."""
+    import nbformat
+
+    name = f"{chapter.name[:2]}_solutions.ipynb"
+    text = chapter.read_text()
+    assert f"](../notebooks/solutions/{name})" in text, f"{chapter.name} does not link {name}"
+    assert "not measured" not in text.lower(), chapter.name
+    nb = nbformat.read(ROOT / "notebooks" / "solutions" / name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count for c in code), f"{name} is not committed executed"
+    assert not [c for c in code if "# NBVAL_" in c.source], "nbval instructions belong in tags"
