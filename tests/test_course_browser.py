@@ -39,7 +39,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 LESSONS = ["04_replaced_token_detection", "05_training_electra", "06_looking_inside"]
 MARGIN = 0.03  # a widget figure may be up to 3% narrower than the column (a scrollbar, padding)
 VIEWPORT = {"width": 1400, "height": 1000}  # wider than 700 px + prompt, as most screens are
-RUN_ALL_S = 420  # one lesson's Run All on a loaded 2-core CPU, with margin
+RUN_ALL_S = 600  # one lesson's Run All on a loaded 2-core CPU, with margin
 
 pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install -e "
                     "'.[notebooks]')")
@@ -199,13 +199,22 @@ STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')
   .some(e => /\\[(\\*|\\d+)\\]/.test(e.textContent))"""
 
 
-def run_all(page, url: str, notebook: str) -> None:
-    """Open ``notebook`` in JupyterLab and run every cell (Run > Run All Cells)."""
-    page.goto(f"{url}/lab/tree/{notebook}")
+def lab_page(url: str, notebook: str) -> str:
+    """JupyterLab with ``notebook`` alone: its own workspace, reset, so that the lessons opened
+    before it are not restored beside it (their cells would match the page's selectors)."""
+    return f"{url}/lab/workspaces/{Path(notebook).stem}/tree/{notebook}?reset"
+
+
+def run_all(page, url: str, notebook: str, *, before=None) -> None:
+    """Open ``notebook`` in JupyterLab and run every cell (Run > Run All Cells); ``before(page)``
+    first, if given, once the notebook is open."""
+    page.goto(lab_page(url, notebook))
     # The splash goes when every plugin has started; a widget created before the widget manager
     # has started is drawn empty, so nothing runs before then.
     page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=180_000)
     page.wait_for_function(KERNEL_IDLE, timeout=180_000, polling=500)
+    if before is not None:
+        before(page)
     for _attempt in range(3):  # a menu command clicked while the app is still starting is lost
         page.click(".lm-MenuBar-itemLabel:text-is('Run')")
         page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
@@ -304,10 +313,13 @@ def resample_problems(page) -> list[str]:
 def screenshot(page, folder: Path, name: str) -> list[Path]:
     """The page with its first figure in view, then each output that holds a figure or a
     widget, one by one."""
-    outputs = page.locator(".jp-OutputArea-output:has(.js-plotly-plot), "
+    # plotly's mimetype renderer draws into the output node itself, a widget inside it
+    outputs = page.locator(".jp-OutputArea-output.js-plotly-plot, "
+                           ".jp-OutputArea-output:has(.js-plotly-plot), "
                            ".jp-OutputArea-output:has(.jupyter-widgets)")
     if outputs.count():
-        outputs.first.scroll_into_view_if_needed()
+        outputs.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(500)
     shots = [folder / f"{name}.png"]
     page.screenshot(path=shots[0])
     for i in range(outputs.count()):
@@ -324,15 +336,17 @@ def console_errors(page) -> list[str]:
     return errors
 
 
-def learner_sees(browser, url: str, notebook: str, shots: Path) -> list[str]:
+def learner_sees(browser, url: str, notebook: str, shots: Path, *, before=None) -> list[str]:
     """Run ``notebook`` in the browser and list every problem a learner would see."""
     page = browser.new_page(viewport=VIEWPORT)
     errors = console_errors(page)
     try:
-        run_all(page, url, notebook)
+        try:
+            run_all(page, url, notebook, before=before)
+        finally:  # a lesson that did not finish is shown as far as it got
+            screenshot(page, shots, Path(notebook).stem)
         problems = [f"not run: {c}" for c in page.evaluate(UNRUN)]
         problems += layout_problems(page)
-        screenshot(page, shots, Path(notebook).stem)
         problems += slider_problems(page) + resample_problems(page)
     finally:
         page.close()
@@ -362,6 +376,8 @@ def probe_notebook(path: Path) -> None:
         "fixed = go.FigureWidget(make_subplots(rows=1, cols=3, subplot_titles=["
         "'a long subplot title, the first', 'a long subplot title, the second', 'third']))\n"
         "fixed.update_layout(width=700, height=300, title='fixed')\nfixed",
+        "import plotly.io as pio\npio.renderers.default = 'plotly_mimetype'\n"
+        "go.Figure(go.Bar(y=[1, 3, 2]), layout=dict(title='static')).show()",
         "w.HBox([w.Button(description='roomy'), w.Button(description='a label much too long "
         "for its button', layout=w.Layout(width='120px'))])",
     ]
@@ -375,19 +391,19 @@ COLUMN = """() => document.querySelector('.jp-CodeCell .jp-InputArea-editor')
   .getBoundingClientRect().width"""
 
 
-def test_the_checks_catch_what_they_are_for(lab, browser, screenshots):
+def test_the_checks_catch_what_they_are_for(lab, browser, tmp_path):
     """The harness itself: on a hand-made notebook the checks pass what fits and report each
     fault, so a lesson that passes has passed real checks."""
     url, root = lab
     probe_notebook(root / "probe.ipynb")
-    page = browser.new_page(viewport=VIEWPORT)
-    page.goto(f"{url}/lab/tree/probe.ipynb")
-    page.wait_for_selector(".jp-CodeCell .jp-InputArea-editor", timeout=120_000)
-    (root / "column.json").write_text(json.dumps({"width": round(page.evaluate(COLUMN))}))
-    page.close()
-    problems = learner_sees(browser, url, "probe.ipynb", screenshots)
+    def measure_the_column(page):
+        (root / "column.json").write_text(json.dumps({"width": round(page.evaluate(COLUMN))}))
+
+    problems = learner_sees(browser, url, "probe.ipynb", tmp_path, before=measure_the_column)
     assert not [p for p in problems if "fits" in p or "roomy" in p], problems
     assert any(p.startswith("widget figure 'fixed' is 700 px") for p in problems), problems
     assert any(p.startswith("titles overlap: 'a long subplot title") for p in problems), problems
     assert any("button label clipped: 'a label much too long" in p for p in problems), problems
     assert not [p for p in problems if p.startswith(("not run", "console"))], problems
+    shots = sorted(p.name for p in tmp_path.glob("probe*.png"))
+    assert len(shots) == 1 + 4, shots  # the page, then both widgets, the static figure, the box
