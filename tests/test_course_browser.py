@@ -180,7 +180,8 @@ WIDGET_FIGURES = """() => [...document.querySelectorAll('.jp-OutputArea-output')
                o.getAttribute('data-mime-type') !== 'application/vnd.plotly.v1+json')
   .flatMap(o => [...o.querySelectorAll('.js-plotly-plot .main-svg:first-of-type')].map(svg => ({
     figure: svg.getBoundingClientRect().width, column: o.getBoundingClientRect().width,
-    title: (svg.closest('.js-plotly-plot').querySelector('.gtitle') || {}).textContent || ''})))"""
+    title: (svg.closest('.js-plotly-plot').querySelector('.gtitle') || {}).textContent || '',
+    layout: 'template' in (svg.closest('.js-plotly-plot').layout || {})})))"""
 # The bounding boxes of every figure's title and annotations (subplot titles are annotations).
 TITLE_BOXES = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot =>
   [...plot.querySelectorAll('.gtitle, .annotation-text')].filter(e => e.textContent.trim())
@@ -255,7 +256,9 @@ def layout_problems(page) -> list[str]:
     """What a learner would see as broken on the page as it is drawn now."""
     problems = []
     for f in page.evaluate(WIDGET_FIGURES):
-        if not (1 - MARGIN) * f["column"] <= f["figure"] <= f["column"] + 1:
+        if not f["layout"]:  # the widget's state never reached its view
+            problems.append(f"widget figure {f['title']!r} is drawn without its layout")
+        elif not (1 - MARGIN) * f["column"] <= f["figure"] <= f["column"] + 1:
             problems.append(f"widget figure {f['title']!r} is {f['figure']:.0f} px wide in a "
                             f"{f['column']:.0f} px column")
     for boxes in page.evaluate(TITLE_BOXES):
