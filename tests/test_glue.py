@@ -264,7 +264,8 @@ def _result(score, subset=False):
 
 
 def test_glue_score_is_the_mean_of_eight_without_wnli():
-    # ELECTRA-Small-OWT, official README (ELECTRA_REFERENCE.md section 4): printed avg 80.4.
+    # ELECTRA-Small-OWT, official README (tutorial/appendix_official_recipe.md section A.5):
+    # printed avg 80.4.
     scores = dict(zip(glue.GLUE_TASKS, [56.8, 88.3, 87.4, 86.8, 88.3, 78.9, 87.9, 68.5]))
     results = {t: _result(v) for t, v in scores.items()}
     results["wnli"] = _result(0.0)  # shown, never averaged

@@ -5,7 +5,8 @@ ELECTRA) trains for. ``equal="flops"`` gives every arm the reference's training 
 (:mod:`minielectra.objectives.flops`), so an objective that costs more per step takes fewer
 steps; ``equal="steps"`` trains every arm for the same number of steps, as the paper's
 generator-size figure does. Paper numbers: GLUE dev scores of base-scale models
-(``ELECTRA_REFERENCE.md`` section 1), for orientation only: our models, data and tasks differ.
+(``tutorial/appendix_official_recipe.md`` section A.1), for orientation only: our models, data
+and tasks differ.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ Read top to bottom, this file is the paper's section 2:
    kept for fine-tuning.
 
 Facts about the official implementation (google-research/electra) are cited where they are used;
-see ``ELECTRA_REFERENCE.md`` section 1. Axis letters: b batch, n sequence, p masked slots per
-sequence, d width, v vocabulary.
+see ``tutorial/appendix_official_recipe.md`` sections A.1-A.2. Axis letters: b batch, n sequence,
+p masked slots per sequence, d width, v vocabulary.
 """
 
 from __future__ import annotations

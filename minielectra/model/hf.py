@@ -3,9 +3,9 @@
 transformers (``modeling_electra.py``) stores one network per directory: the discriminator as
 ``ElectraForPreTraining``, the generator as ``ElectraForMaskedLM``, each a ``config.json`` plus
 ``model.safetensors`` (older files: ``pytorch_model.bin``). The tensors are ours under other
-names (``ELECTRA_REFERENCE.md`` section 5), with one difference in layout: their attention has
-separate ``query``/``key``/``value`` layers, ours one fused ``qkv`` layer whose output rows are q,
-k, v stacked (``attention.py``), so import concatenates and export splits.
+names (``tutorial/appendix_official_recipe.md`` section A.7), with one difference in layout:
+their attention has separate ``query``/``key``/``value`` layers, ours one fused ``qkv`` layer
+whose output rows are q, k, v stacked (``attention.py``), so import concatenates and export splits.
 
 Which weights are shared is not written in a transformers directory: google's checkpoints tie the
 generator's and the discriminator's embeddings, and we find that out by comparing the tensors.

@@ -2,7 +2,7 @@
 
 Paper section 3.1 and appendix Table 7; official code: google-research/electra
 ``configure_finetuning.py``, ``finetune/classification/classification_tasks.py``,
-``model/optimization.py``. See ``ELECTRA_REFERENCE.md`` section 3. The recipe:
+``model/optimization.py``. See ``tutorial/appendix_official_recipe.md`` section A.4. The recipe:
 
 - **Head**: the final ``[CLS]`` vector -> dropout 0.1 -> one linear layer (Glorot init). No pooler
   and no extra dense layer (transformers' ``ElectraForSequenceClassification`` has one; we don't).

@@ -2,7 +2,8 @@
 
 fp32 on CPU; on a GPU bf16 autocast, or fp16 with a gradient scaler. Losses and the generator's
 sampling stay float32 (``model.electra.gumbel_max_sample``), as in the official code, which
-trains in fp32 throughout (``ELECTRA_REFERENCE.md`` section 1); mixed precision is our addition.
+trains in fp32 throughout (``tutorial/appendix_official_recipe.md`` section A.1); mixed precision
+is our addition.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """The pre-training loop: the official recipe, read top to bottom.
 
-google-research/electra ``run_pretraining.py`` (``ELECTRA_REFERENCE.md`` section 1): gradient
-accumulation, clipping at global norm 1.0, the official optimiser and schedule (:mod:`.optim`),
-a NaN guard that never stalls the GPU (:mod:`.step`), a tqdm bar, ``metrics.jsonl``, periodic
-held-out evaluation (:mod:`.evaluate`), a wall-clock budget, checkpoints (:mod:`.checkpoints`) and
-``resume=True`` that continues bit-for-bit on CPU. What happens before the first step (config
-checks, data, model, the run directory) is :mod:`.setup`. The run directory is locked for the
-run's lifetime (a second run there is refused), and Ctrl-C saves the last completed step before
-stopping (:mod:`.interrupt`), so ``--resume`` can always continue.
+google-research/electra ``run_pretraining.py`` (``tutorial/appendix_official_recipe.md`` section
+A.1): gradient accumulation, clipping at global norm 1.0, the official optimiser and schedule
+(:mod:`.optim`), a NaN guard that never stalls the GPU (:mod:`.step`), a tqdm bar,
+``metrics.jsonl``, periodic held-out evaluation (:mod:`.evaluate`), a wall-clock budget,
+checkpoints (:mod:`.checkpoints`) and ``resume=True`` that continues bit-for-bit on CPU. What
+happens before the first step (config checks, data, model, the run directory) is :mod:`.setup`.
+The run directory is locked for the run's lifetime (a second run there is refused), and Ctrl-C
+saves the last completed step before stopping (:mod:`.interrupt`), so ``--resume`` can always
+continue.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The official optimiser and learning-rate schedule (``ELECTRA_REFERENCE.md`` section 1).
+"""The official optimiser and learning-rate schedule.
+
+The values and their source files: ``tutorial/appendix_official_recipe.md`` section A.1.
 
 google-research/electra ``model/optimization.py``, read top to bottom:
 
@@ -83,8 +85,10 @@ class AdamWeightDecay(torch.optim.Optimizer):
         w = w - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w)
 
     The decay is *decoupled* (Loshchilov & Hutter): it is not part of the gradient, so Adam's
-    scaling does not touch it. Without bias correction the first updates are small (``m`` starts
-    at 0), which acts as an extra warmup; short runs learn faster with it on.
+    scaling does not touch it. Without bias correction the first updates are *larger* than Adam's
+    (``m`` grows by ``1 - b1^t``, ``sqrt(v)`` only by ``sqrt(1 - b2^t)``: 3.2x at step 1, 6.5x at
+    step 10 for a constant gradient), and the warmup is what keeps them small; short runs learn
+    faster with it on.
     State keys match ``torch.optim.AdamW`` (``step``, ``exp_avg``, ``exp_avg_sq``), so a
     checkpoint written on a GPU (fused AdamW) resumes here and vice versa.
     """
