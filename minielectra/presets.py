@@ -12,8 +12,9 @@ from typing import Any
 PRESETS: dict[str, dict[str, Any]] = {
     # GPU presets save and evaluate every 10k steps (1% of Small's run): with the defaults (only
     # at the end) an interruption on day two would lose everything.
-    "small": {"train.save_every": 10_000, "train.eval_every": 10_000,
-              "train.out_dir": "runs/small"},
+    # The paper's models train with BERT's uncased WordPiece (30,522 tokens, model.vocab_size).
+    "small": {"data.vocab": "bert-uncased", "train.save_every": 10_000,
+              "train.eval_every": 10_000, "train.out_dir": "runs/small"},
     "small++": {  # released google/electra-small-* checkpoints
         "model.generator_size": 1.0,
         "data.vocab": "bert-uncased",
