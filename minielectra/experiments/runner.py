@@ -78,21 +78,24 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
                    probe_tasks: Sequence[str] | None = None,
                    finetune_tasks: Sequence[str] | None = None, probe_examples: int = 4000,
                    finetune_examples: int = 2000, finetune_overrides: Sequence[str] = (),
-                   progress: bool = True) -> dict[str, Any]:
+                   swap_examples: int = 2000, progress: bool = True) -> dict[str, Any]:
     """Run (or resume) experiment ``name`` and write its report to ``out/name/``.
 
     ``budget``: steps of the reference arm at the largest budget (default: the preset's
     ``train.max_steps``). Downstream: probes on ``probe_tasks`` and fine-tuning on
     ``finetune_tasks`` (defaults: every GLUE task with train and dev files in the data dir but
-    WNLI, and SST-2), on fixed subsets of ``probe_examples`` / ``finetune_examples``.
+    WNLI, and SST-2), on fixed subsets of ``probe_examples`` / ``finetune_examples``; and the
+    English word-order probe (:mod:`.swap_probe`) on ``swap_examples`` sentences (0: off).
     """
     get_experiment(name)  # an unknown name fails before any work
     present = tasks_present()
     probe_tasks = list(probe_tasks) if probe_tasks is not None else present
     if finetune_tasks is None:
         finetune_tasks = [t for t in ("sst2",) if t in present]
+    # The English word-order probe needs SST-2's sentences (any data dir with GLUE has them).
     judge = Judge(tuple(probe_tasks), tuple(finetune_tasks), probe_examples, finetune_examples,
-                  tuple(finetune_overrides))
+                  tuple(finetune_overrides),
+                  swap_examples=swap_examples if "sst2" in present else 0)
     budget = budget or preset_config(preset).train.max_steps
     specs = plan(name, budget=budget, seeds=seeds, preset=preset, corpus=corpus, out=out,
                  overrides=overrides)
