@@ -149,7 +149,7 @@ def cmd_experiment(args) -> dict:
                           overrides=args.set,
                           probe_tasks=args.probe_tasks, finetune_tasks=args.finetune_tasks,
                           probe_examples=args.probe_examples,
-                          finetune_examples=args.finetune_examples)
+                          finetune_examples=args.finetune_examples, budgets=args.budgets)
 
 
 def cmd_lessons(args) -> dict:
@@ -309,6 +309,8 @@ def _add_experiment(sub, sets: dict) -> None:
                    "the MLM gets equal training FLOPs (default 300)")
     p.add_argument("--sweep", action="store_true", help="toy-grammar: also 3, 10, 30, 100, "
                    "300 and 1000 words per class")
+    p.add_argument("--budgets", nargs="*", type=float, help="only these fractions of the "
+                   "budget (efficiency: 0.125 0.25 0.5 1; default: all)")
     p.add_argument("--probe-tasks", nargs="*", help="default: GLUE tasks in the data dir")
     p.add_argument("--finetune-tasks", nargs="*", help="default: sst2 (if present)")
     p.add_argument("--probe-examples", type=int, default=4000,

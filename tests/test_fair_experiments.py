@@ -41,3 +41,11 @@ def test_swap_examples_transpose_one_neighbouring_pair_in_every_other_sentence()
         else:
             assert len(diff) == 2 and diff[1] == diff[0] + 1
             assert (a[diff[0]], a[diff[1]]) == (b[diff[1]], b[diff[0]])
+
+
+def test_budgets_picks_a_subset_and_refuses_others():
+    specs = runner.plan("efficiency", budget=100, seeds=2, budgets=[1.0])
+    assert [(s.arm, s.budget, s.seed) for s in specs] == [
+        ("ELECTRA", 1.0, 0), ("ELECTRA", 1.0, 1), ("BERT (MLM)", 1.0, 0), ("BERT (MLM)", 1.0, 1)]
+    with pytest.raises(ValueError, match="runs at"):
+        runner.plan("efficiency", budget=100, budgets=[0.3])
