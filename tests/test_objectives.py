@@ -403,3 +403,18 @@ def test_official_flops_differ_from_ours_as_the_tutorial_says():
         bad = preset("small")
         bad.objective.name = "replace-mlm"
         flops.official_train_flops(bad)
+
+
+def test_mlm_builds_no_generator(tiny_model_config, tmp_path):
+    """BERT's baseline never runs a generator, so it has none, saved or loaded."""
+    torch.manual_seed(0)
+    mlm = Electra(tiny_model_config(), ObjectiveConfig(name="mlm"))
+    torch.manual_seed(0)
+    electra = Electra(tiny_model_config(), ObjectiveConfig(name="electra"))
+    assert mlm.generator is None and not any(k.startswith("generator.") for k in mlm.state_dict())
+    assert any(k.startswith("generator.") for k in electra.state_dict())
+    assert sum(p.numel() for p in mlm.parameters()) < sum(p.numel() for p in electra.parameters())
+    mlm.save_pretrained(tmp_path / "mlm")
+    again = Electra.from_pretrained(tmp_path / "mlm")
+    assert again.generator is None and again.objective.name == "mlm"
+    torch.testing.assert_close(again.state_dict(), mlm.state_dict())

@@ -320,14 +320,15 @@ def export(model: nn.Module, path: str | Path) -> Path:
     transformers' ELECTRA has one weight set per layer: a model with ``share_layers`` (ALECTRA)
     is refused rather than written as a one-layer model. An MLM-objective model's own MLM head
     (``disc_mlm``) has no place in these two architectures; its encoder is exported as the
-    discriminator's, which is what fine-tuning uses."""
+    discriminator's, which is what fine-tuning uses, and it has no generator to export."""
     if model.config.share_layers:
         raise ValueError("model.share_layers=true (ALECTRA) has no transformers ELECTRA "
                          "equivalent (one weight set per layer there); keep it in minielectra's "
                          "format")
     path = Path(path)
     with atomic_dir(path) as tmp:
-        for role, cfg in (("discriminator", model.config), ("generator", model.config.generator())):
+        roles = (("discriminator", model.config), ("generator", model.config.generator()))
+        for role, cfg in roles if model.generator is not None else roles[:1]:  # mlm: none
             out = tmp / role
             out.mkdir()
             (out / "config.json").write_text(json.dumps(hf_config(cfg, role), indent=2) + "\n")
