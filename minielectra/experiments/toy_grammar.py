@@ -177,8 +177,9 @@ def _spread(values: list[float]) -> float:
 
 def run_point(words_per_class: int, *, seeds: int = 4, steps: int = 300,
               device: torch.device | str = "cpu", probe_examples: int = 2000,
-              progress: bool = False) -> dict[str, Any]:
-    """Both arms at one vocabulary size, ``seeds`` seeds each, equal training FLOPs."""
+              first_seed: int = 0, progress: bool = False) -> dict[str, Any]:
+    """Both arms at one vocabulary size, seeds ``first_seed`` to ``first_seed + seeds - 1``,
+    equal training FLOPs. A seed's runs depend on nothing else, so seeds can run apart."""
     if words_per_class < 1 or seeds < 1 or steps < 1:
         raise ValueError(f"--words-per-class, --seeds and --steps must be >= 1, got "
                          f"{words_per_class}, {seeds}, {steps}")
@@ -192,7 +193,7 @@ def run_point(words_per_class: int, *, seeds: int = 4, steps: int = 300,
     losses = {a: [] for a in ARMS}
     random_init = []
     start = time.perf_counter()
-    for seed in range(seeds):
+    for seed in range(first_seed, first_seed + seeds):
         torch.manual_seed(seed)
         random_init.append(probe_accuracy(Electra(model_config(words_per_class)), *judge))
         for arm in ARMS:
