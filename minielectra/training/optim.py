@@ -91,7 +91,8 @@ class AdamWeightDecay(torch.optim.Optimizer):
     1.26 at t=1000, 1.0 by t=10,000. The official recipe's 10,000 warm-up steps keep the
     learning rate small exactly while the factor is large; a run with a short warmup (the CPU
     presets: 100-200 steps) would take its peak steps several times too large, hence
-    ``bias_correction=True`` there (measured in tutorial chapter 05).
+    ``bias_correction=True`` there (on ``nano``, 200 steps, seed 0: held-out AUC 0.661 with it,
+    0.627 without; tutorial chapter 05).
     State keys match ``torch.optim.AdamW`` (``step``, ``exp_avg``, ``exp_avg_sq``), so a
     checkpoint written on a GPU (fused AdamW) resumes here and vice versa.
     """
