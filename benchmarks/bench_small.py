@@ -11,7 +11,7 @@ process, alternately, on the same batch; figures are medians over rounds, with t
     python benchmarks/bench_small.py                                  # a GPU: the real shape
     python benchmarks/bench_small.py --device cpu --batch 8 --steps 2 --rounds 3
 
-FLOPs per step are the paper's count (``minielectra.objectives.flops``: matmuls, backward = 2x
+FLOPs per step are our count (``minielectra.objectives.flops``: matmuls, backward = 2x
 forward, the generator's vocabulary projection at the masked slots only), the same number for
 both sides: the work the objective needs. MFU = achieved FLOP/s / the device's dense bf16 peak
 (``PEAKS``, or ``--peak-tflops``); with no known peak (CPUs) only FLOP/s is reported. Data

@@ -155,12 +155,23 @@ def cmd_convert(args) -> dict:
 
 
 def cmd_experiment(args) -> dict:
+    if args.name == "toy-grammar":
+        from .experiments.toy_grammar import run_toy_grammar
+        from .training.device import choose_device
+        choice = choose_device()
+        print(f"toy-grammar on {choice.summary}", file=sys.stderr)
+        result = run_toy_grammar(words_per_class=args.words_per_class, seeds=args.seeds or 4,
+                                 steps=args.steps, sweep=args.sweep, device=choice.device,
+                                 out=args.out or "experiments/toy-grammar", progress=True)
+        return {k: result[k] for k in ("words_per_class", "vocab_size", "steps", "mean",
+                                       "random_init", "files")}
     from .experiments.runner import run_experiment
-    return run_experiment(args.name, budget=args.budget, seeds=args.seeds, preset=args.preset,
-                          corpus=args.corpus, out=args.out, overrides=args.set,
+    return run_experiment(args.name, budget=args.budget, seeds=args.seeds or 1,
+                          preset=args.preset, corpus=args.corpus, out=args.out or "experiments",
+                          overrides=args.set,
                           probe_tasks=args.probe_tasks, finetune_tasks=args.finetune_tasks,
                           probe_examples=args.probe_examples,
-                          finetune_examples=args.finetune_examples)
+                          finetune_examples=args.finetune_examples, budgets=args.budgets)
 
 
 def cmd_lessons(args) -> dict:
@@ -332,13 +343,24 @@ def _add_convert(sub) -> None:
 
 def _add_experiment(sub, sets: dict) -> None:
     p = sub.add_parser("experiment", help="one of the paper's experiments: runs, table, figures")
-    p.add_argument("name", help="efficiency, table5, generator-size, tying, alectra, procedures")
+    p.add_argument("name", help="efficiency, table5, generator-size, tying, alectra, "
+                   "procedures, toy-grammar")
     p.add_argument("--budget", type=int, help="steps of the reference ELECTRA at the largest "
                    "budget (default: the preset's train.max_steps); other arms get equal FLOPs")
-    p.add_argument("--seeds", type=int, default=1, help="pre-training (and fine-tuning) seeds")
+    p.add_argument("--seeds", type=int, help="pre-training (and fine-tuning) seeds "
+                   "(default 1; toy-grammar 4)")
     p.add_argument("--preset", default="nano", help=f"one of {sorted(PRESETS)} (default nano)")
     p.add_argument("--corpus", help="pre-training corpus (default: the preset's)")
-    p.add_argument("--out", default="experiments", help="runs in OUT/runs, report in OUT/NAME")
+    p.add_argument("--out", help="runs in OUT/runs, report in OUT/NAME (default experiments; "
+                   "toy-grammar: its report in OUT, default experiments/toy-grammar)")
+    p.add_argument("--words-per-class", type=int, default=200,
+                   help="toy-grammar: words in each of its 6 word classes (default 200)")
+    p.add_argument("--steps", type=int, default=300, help="toy-grammar: ELECTRA's steps; "
+                   "the MLM gets equal training FLOPs (default 300)")
+    p.add_argument("--sweep", action="store_true", help="toy-grammar: also 3 and 1000 words "
+                   "per class")
+    p.add_argument("--budgets", nargs="*", type=float, help="only these fractions of the "
+                   "budget (efficiency: 0.125 0.25 0.5 1; default: all)")
     p.add_argument("--probe-tasks", nargs="*", help="default: GLUE tasks in the data dir")
     p.add_argument("--finetune-tasks", nargs="*", help="default: sst2 (if present)")
     p.add_argument("--probe-examples", type=int, default=4000,

@@ -118,3 +118,21 @@ def test_cli_pretrain_refuses_a_bad_run_in_one_line(argv, words, tmp_path, capsy
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize("name", ["small", "small++", "base"])
+def test_gpu_presets_train_with_the_bert_uncased_vocabulary(name):
+    """The paper's vocabulary, sized as the model's embedding table (a WordPiece trained on the
+    corpus would be another vocabulary, and its ids would not match the released checkpoints')."""
+    import os
+    from pathlib import Path
+
+    from minielectra.data.tokenizer import resolve_tokenizer
+    cfg = preset(name)
+    assert cfg.data.vocab == "bert-uncased"
+    root = Path(os.environ.get("MINIELECTRA_DATA_DIR", "/nonexistent"))
+    if not (root / "vocab" / "bert-base-uncased-vocab.txt").is_file():
+        pytest.skip("no data dir with vocab/bert-base-uncased-vocab.txt (MINIELECTRA_DATA_DIR)")
+    tok = resolve_tokenizer(cfg.data, data_dir=root)
+    assert tok.vocab_size == cfg.model.vocab_size == 30522
+    assert tok.encode("the electra model")[:1] == [tok.token_to_id("the")]

@@ -371,3 +371,50 @@ def test_flops_closed_form_for_one_layer():
     cfg = ModelConfig(hidden_size=64, intermediate_size=256, embedding_size=64, num_layers=1)
     b, n = 2, 10
     assert flops.encoder_flops(cfg, b, n) == 24 * b * n * 64 ** 2 + 4 * b * n * n * 64
+
+
+# What google-research/electra's flops_computation.py prints for its entries (`python
+# flops_computation.py`): total pre-training FLOPs = per-step FLOPs x the entry's steps.
+OFFICIAL_SCRIPT = {"electra_small": (1.293743798272e18, 1e6),  # 256/64 wide, b 128, n 128
+                   "electra_base": (6.424541834277683e19, 766_000),  # 768/256 wide, b 256, n 512
+                   "bert_small": (1.4187399146496e18, 1.45e6)}  # BERT-Small, b 128, n 128
+
+
+@pytest.mark.parametrize("entry, preset_name, objective", [
+    ("electra_small", "small", "electra"), ("electra_base", "base", "electra"),
+    ("bert_small", "small", "mlm")])
+def test_official_flops_match_the_official_scripts_figures(entry, preset_name, objective):
+    from minielectra.config import apply_overrides, preset
+    cfg = apply_overrides(preset(preset_name), [f"objective.name={objective}"])
+    total, steps = OFFICIAL_SCRIPT[entry]
+    assert flops.official_train_flops(cfg) * steps == pytest.approx(total, rel=1e-12)
+
+
+def test_official_flops_differ_from_ours_as_the_tutorial_says():
+    """Same matmuls, counted 2x instead of 3x, plus one-hot embeddings and element-wise work."""
+    from minielectra.config import preset
+    cfg = preset("small")
+    ours, official = flops.train_flops_per_step(cfg), flops.official_train_flops(cfg)
+    assert round(ours / 1e12, 2) == 1.15 and round(official / 1e12, 2) == 1.29
+    untied = preset("small")
+    untied.model.tying = "none"  # the generator's embeddings then have its own width, 64
+    assert flops.official_train_flops(untied) < official
+    with pytest.raises(ValueError, match="electra or mlm"):
+        bad = preset("small")
+        bad.objective.name = "replace-mlm"
+        flops.official_train_flops(bad)
+
+
+def test_mlm_builds_no_generator(tiny_model_config, tmp_path):
+    """BERT's baseline never runs a generator, so it has none, saved or loaded."""
+    torch.manual_seed(0)
+    mlm = Electra(tiny_model_config(), ObjectiveConfig(name="mlm"))
+    torch.manual_seed(0)
+    electra = Electra(tiny_model_config(), ObjectiveConfig(name="electra"))
+    assert mlm.generator is None and not any(k.startswith("generator.") for k in mlm.state_dict())
+    assert any(k.startswith("generator.") for k in electra.state_dict())
+    assert sum(p.numel() for p in mlm.parameters()) < sum(p.numel() for p in electra.parameters())
+    mlm.save_pretrained(tmp_path / "mlm")
+    again = Electra.from_pretrained(tmp_path / "mlm")
+    assert again.generator is None and again.objective.name == "mlm"
+    torch.testing.assert_close(again.state_dict(), mlm.state_dict())

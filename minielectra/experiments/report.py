@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import svg
+from .stats import paired_t, sign_flip
 from .specs import Experiment
 
 
@@ -52,11 +53,14 @@ def aggregate(exp: Experiment, results: list[dict], controls: list[dict]) -> lis
                "finetune_tasks": list(runs[0]["finetune"])}
         for k in ("steps", "train_flops", "train_seconds", "tokens"):
             row[k] = statistics.fmean(r[k] for r in runs)
-        for k in ("probe_avg", "finetune_avg"):
-            row[k], row[k + "_sd"] = _stats([r[k] for r in runs])
-            paired = [r[k] - ref[r["seed"]][k] for r in runs
-                      if r["seed"] in ref and r[k] is not None]
+        for k in ("probe_avg", "finetune_avg", "swap_score"):
+            row[k], row[k + "_sd"] = _stats([r.get(k) for r in runs])
+            paired = [r[k] - ref[r["seed"]][k] for r in runs if r["seed"] in ref
+                      and r.get(k) is not None and ref[r["seed"]].get(k) is not None]
             row[k + "_delta"], row[k + "_delta_sd"] = _stats(paired)
+            # seed-paired tests of "no difference to the first arm" (two-sided)
+            row[k + "_p"] = paired_t(paired)["p"] if len(paired) > 1 else float("nan")
+            row[k + "_p_flip"] = sign_flip(paired) if paired else float("nan")
         for task in runs[0]["probe"]:
             row[f"probe_{task}"], row[f"probe_{task}_sd"] = _stats(
                 [r["probe"][task]["score"] for r in runs])
@@ -90,6 +94,13 @@ def _pm(mean: float, sd: float, digits: int = 1) -> str:
     return "n/a" if mean is None or math.isnan(mean) else f"{mean:.{digits}f} ± {sd:.{digits}f}"
 
 
+def _p(row: dict, key: str) -> str:
+    p, flip = row.get(key + "_p"), row.get(key + "_p_flip")
+    if not _finite(p) or not row.get(key + "_delta_sd"):
+        return ""  # the reference arm itself, or one seed
+    return f"{p:.3f} / {flip:.3f}"
+
+
 def _flops_line(setup: dict) -> str:
     checks = setup.get("flops_check") or {}
     if not checks:
@@ -102,8 +113,12 @@ def _flops_line(setup: dict) -> str:
 
 def markdown(exp: Experiment, rows: list[dict], setup: dict) -> str:
     tasks, ft = rows[0]["probe_tasks"], rows[0]["finetune_tasks"]
+    swap = any(_finite(r.get("swap_score")) for r in rows)
+    ref = exp.arms[0].label
     head = ["budget", "arm", "steps", "train FLOPs", "train min", "probe avg",
-            f"Δ vs {exp.arms[0].label} (paired)", *[f"probe {t}" for t in tasks],
+            f"Δ vs {ref} (paired)", "p (t / sign-flip)",
+            *(["swap probe", f"Δ swap vs {ref}", "p (t / sign-flip)"] if swap else []),
+            *[f"probe {t}" for t in tasks],
             *[f"fine-tune {t}" for t in ft], "held-out", "paper GLUE"]
     lines = [f"### {exp.name}: {exp.question}", "",
              f"Preset `{setup['preset']}`, budget {setup['budget']} reference steps, "
@@ -113,7 +128,10 @@ def markdown(exp: Experiment, rows: list[dict], setup: dict) -> str:
     for r in rows:
         cells = [f"{r['budget']:g}", r["arm"], f"{r['steps']:.0f}", f"{r['train_flops']:.2e}",
                  f"{r['train_seconds'] / 60:.1f}", _pm(r["probe_avg"], r["probe_avg_sd"]),
-                 _pm(r["probe_avg_delta"], r["probe_avg_delta_sd"]),
+                 _pm(r["probe_avg_delta"], r["probe_avg_delta_sd"]), _p(r, "probe_avg"),
+                 *([_pm(r["swap_score"], r["swap_score_sd"]),
+                    _pm(r["swap_score_delta"], r["swap_score_delta_sd"]), _p(r, "swap_score")]
+                   if swap else []),
                  *[_pm(r[f"probe_{t}"], r[f"probe_{t}_sd"]) for t in tasks],
                  *[_pm(r[f"finetune_{t}"], r[f"finetune_{t}_sd"]) for t in ft],
                  (f"{r['heldout_name']} {_pm(r['heldout'], r['heldout_sd'], 3)}"

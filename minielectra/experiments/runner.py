@@ -26,9 +26,13 @@ from .specs import get_experiment
 
 def plan(name: str, *, budget: int | None = None, seeds: int = 1, preset: str = "nano",
          corpus: str | None = None, out: str | Path = "experiments",
-         overrides: Sequence[str] = ()) -> list[RunSpec]:
-    """The runs of experiment ``name``, in the order they run (smallest budgets first)."""
+         overrides: Sequence[str] = (), budgets: Sequence[float] | None = None
+         ) -> list[RunSpec]:
+    """The runs of experiment ``name``, in the order they run (smallest budgets first).
+    ``budgets``: a subset of the experiment's fractions of the budget (default: all)."""
     exp = get_experiment(name)
+    if budgets is not None and not set(budgets) <= set(exp.budgets):
+        raise ValueError(f"--budgets {list(budgets)}: {name} runs at {list(exp.budgets)}")
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
     base = preset_config(preset)
@@ -41,7 +45,7 @@ def plan(name: str, *, budget: int | None = None, seeds: int = 1, preset: str = 
     reference = arm_config(base, exp.arms[0].overrides, steps=budget, seed=0, out_dir=Path("x"))
     ref_flops = train_flops_per_step(reference)
     specs = []
-    for fraction in exp.budgets:
+    for fraction in (b for b in exp.budgets if budgets is None or b in budgets):
         for arm in exp.arms:
             probe_cfg = arm_config(base, arm.overrides, steps=budget, seed=0, out_dir=Path("x"))
             cost = (train_flops_per_step(probe_cfg)
@@ -78,24 +82,28 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
                    probe_tasks: Sequence[str] | None = None,
                    finetune_tasks: Sequence[str] | None = None, probe_examples: int = 4000,
                    finetune_examples: int = 2000, finetune_overrides: Sequence[str] = (),
+                   swap_examples: int = 2000, budgets: Sequence[float] | None = None,
                    progress: bool = True) -> dict[str, Any]:
     """Run (or resume) experiment ``name`` and write its report to ``out/name/``.
 
     ``budget``: steps of the reference arm at the largest budget (default: the preset's
     ``train.max_steps``). Downstream: probes on ``probe_tasks`` and fine-tuning on
     ``finetune_tasks`` (defaults: every GLUE task with train and dev files in the data dir but
-    WNLI, and SST-2), on fixed subsets of ``probe_examples`` / ``finetune_examples``.
+    WNLI, and SST-2), on fixed subsets of ``probe_examples`` / ``finetune_examples``; and the
+    English word-order probe (:mod:`.swap_probe`) on ``swap_examples`` sentences (0: off).
     """
     get_experiment(name)  # an unknown name fails before any work
     present = tasks_present()
     probe_tasks = list(probe_tasks) if probe_tasks is not None else present
     if finetune_tasks is None:
         finetune_tasks = [t for t in ("sst2",) if t in present]
+    # The English word-order probe needs SST-2's sentences (any data dir with GLUE has them).
     judge = Judge(tuple(probe_tasks), tuple(finetune_tasks), probe_examples, finetune_examples,
-                  tuple(finetune_overrides))
+                  tuple(finetune_overrides),
+                  swap_examples=swap_examples if "sst2" in present else 0)
     budget = budget or preset_config(preset).train.max_steps
     specs = plan(name, budget=budget, seeds=seeds, preset=preset, corpus=corpus, out=out,
-                 overrides=overrides)
+                 overrides=overrides, budgets=budgets)
     with contextlib.redirect_stdout(sys.stderr):  # stdout: the JSON the CLI prints
         return _run(name, specs, judge, out=Path(out), progress=progress,
                     setup={"preset": preset, "corpus": corpus, "budget": budget, "seeds": seeds,

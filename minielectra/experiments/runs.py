@@ -30,6 +30,7 @@ from ..tasks.finetune import finetune
 from ..training.checkpoints import latest_checkpoint
 from ..training.loop import pretrain
 from .probe import probe
+from .swap_probe import swap_probe
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Judge:
     # at most 128. A CPU preset pre-trains on 16 or 32 tokens: position embeddings beyond that
     # were never trained, and 32 tokens hold most SST-2 sentences.
     max_seq_len: int = 0
+    # The word-order probe on English (:mod:`.swap_probe`): its training sentences, 0 = off.
+    swap_examples: int = 0
 
 
 @dataclass(frozen=True)
@@ -161,8 +164,12 @@ def judge_model(model: Electra, judge: Judge, *, seed: int,
                      overrides=[f"finetune.max_seq_len={n}", *judge.finetune_overrides],
                      progress=False, save_model=False)
         tuned[task] = {"score": r["score"], "train_seconds": r["runs"][0]["train_seconds"]}
+    swap = (swap_probe(model.discriminator.encoder, model.tokenizer, max_seq_len=n,
+                       train_examples=judge.swap_examples, dev_examples=judge.swap_examples // 2)
+            if judge.swap_examples else None)
     scores = [p["score"] for p in probes.values()]
     return {"probe": probes, "probe_avg": sum(scores) / len(scores) if scores else None,
+            "swap": swap, "swap_score": swap["score"] if swap else None,
             "finetune": tuned,
             "finetune_avg": (sum(t["score"] for t in tuned.values()) / len(tuned)
                              if tuned else None)}

@@ -260,7 +260,9 @@ class Electra(nn.Module):
         self.discriminator = Discriminator(config)
         shared = self.discriminator.encoder.embeddings
         gen_cfg = config.generator()
-        if config.tying == "all":  # one encoder for both; only the heads differ
+        if self.objective.name == "mlm":  # BERT's baseline corrupts with [MASK]: no generator
+            self.generator = None
+        elif config.tying == "all":  # one encoder for both; only the heads differ
             self.generator = Generator(gen_cfg, encoder=self.discriminator.encoder)
         elif config.tying == "embeddings":  # paper default: word, position, segment + LayerNorm
             self.generator = Generator(gen_cfg, embeddings=shared)
@@ -276,7 +278,8 @@ class Electra(nn.Module):
     def reset_parameters(self) -> None:
         init_weights(self, self.config.initializer_range)
         # The official code leaves these two at TF's default, Glorot uniform.
-        for m in (self.discriminator.encoder.embed_proj, self.generator.encoder.embed_proj,
+        generator = [self.generator.encoder.embed_proj] if self.generator is not None else []
+        for m in (self.discriminator.encoder.embed_proj, *generator,
                   self.discriminator.head_out):
             if isinstance(m, nn.Linear):
                 nn.init.xavier_uniform_(m.weight)

@@ -324,15 +324,16 @@ def export(model: nn.Module, path: str | Path) -> Path:
     is refused rather than written as a one-layer model. An MLM-objective model's own MLM head
     (``disc_mlm``, on the discriminator's encoder) is the model such a run trained: it goes to
     ``path/masked_lm/``, a full-size ``ElectraForMaskedLM``; its encoder is also exported as the
-    discriminator's, which is what fine-tuning uses."""
+    discriminator's, which is what fine-tuning uses. It has no generator to export."""
     if model.config.share_layers:
         raise ValueError("model.share_layers=true (ALECTRA) has no transformers ELECTRA "
                          "equivalent (one weight set per layer there); keep it in minielectra's "
                          "format")
     path = Path(path)
     with atomic_dir(path) as tmp:
-        nets = [("discriminator", model.discriminator, model.config, "discriminator"),
-                ("generator", model.generator, model.config.generator(), "generator")]
+        nets = [("discriminator", model.discriminator, model.config, "discriminator")]
+        if model.generator is not None:  # the mlm objective runs none
+            nets.append(("generator", model.generator, model.config.generator(), "generator"))
         if getattr(model, "disc_mlm", None) is not None:
             nets.append(("masked_lm", model.disc_mlm, model.config, "generator"))
         for name, net, cfg, role in nets:

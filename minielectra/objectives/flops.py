@@ -1,11 +1,20 @@
 """Training FLOPs per step of each objective, counted from the config (for equal-compute runs).
 
-The count is the paper's (appendix D, "FLOPs"): matrix multiplications only, 2 FLOPs per
-multiply-add, the backward pass twice the forward (a matmul's gradient needs one product for
-its input and one for its weight), so a trained part costs 3x its forward and a part run
-without gradients (two-stage's frozen generator) 1x. Embedding lookups, softmaxes, LayerNorms
-and the loss are left out: they are a few percent of a transformer's work.
-``tests/test_objectives.py`` checks the count against ``torch.utils.flop_counter``.
+Two counts live here.
+
+**Ours** (:func:`train_flops_per_step`, the experiments' compute measure): matrix
+multiplications only, 2 FLOPs per multiply-add, the backward pass twice the forward (a matmul's
+gradient needs one product for its input and one for its weight), so a trained part costs 3x
+its forward and a part run without gradients (two-stage's frozen generator) 1x. Embedding
+lookups, softmaxes, LayerNorms and the loss are left out: they are a few percent of a
+transformer's work. ``tests/test_objectives.py`` checks it against ``torch.utils.flop_counter``,
+which counts what PyTorch actually runs.
+
+**The official script's** (:func:`official_train_flops`): google-research/electra
+``flops_computation.py``, whose figures the paper's appendix D quotes. It counts the backward
+pass *equal* to the forward (2x), embedding lookups as dense one-hot matrix products (``2 e v``
+per token), and softmax, LayerNorm, GELU and dropout at a few FLOPs per activation. For
+ELECTRA-Small it gives 1.29e12 per step where ours gives 1.15e12 (see tutorial chapter 08).
 
 Axis letters: b batch, n sequence, p masked slots, d width, f FFN width, e embedding width,
 v vocabulary, L layers.
@@ -79,6 +88,70 @@ def run_flops(cfg: RunConfig, steps: int | None = None) -> int:
     first = min(steps, switch_step(cfg.objective, cfg.train.max_steps))
     return (first * train_flops_per_step(cfg, stage=1)
             + (steps - first) * train_flops_per_step(cfg, stage=2))
+
+
+# The official script's FLOPs per activation of the element-wise operations it counts.
+DROPOUT_FLOPS = 4  # random number, compare, mask, rescale
+LAYER_NORM_FLOPS = 5  # mean, variance, scale, shift
+GELU_FLOPS = 8  # the tanh approximation
+SOFTMAX_FLOPS = 5  # max, subtract, exp, sum, divide
+OFFICIAL_OUTPUT_FRACTION = 0.15625  # the script's share of positions with an output softmax
+
+
+def _official_block(h: int, i: int, heads: int, s: int) -> float:
+    """The script's forward FLOPs of one encoder block over one sequence of length ``s``."""
+    attention = (3 * 2 * h * h + 3 * h  # q, k, v and their biases
+                 + 2 * h * s + 2 * h * s  # q k^T, then the weighted average of v
+                 + (SOFTMAX_FLOPS + DROPOUT_FLOPS + 1) * s * heads  # softmax, dropout, 1/sqrt(d)
+                 + 2 * h * h + h + DROPOUT_FLOPS * h + h  # output projection, bias, dropout, add
+                 + LAYER_NORM_FLOPS)  # the script counts this LayerNorm once, not once per unit
+    ffn = (2 * h * i + GELU_FLOPS * i + i + 2 * h * i + h + DROPOUT_FLOPS * h + h
+           + LAYER_NORM_FLOPS * h)
+    return (attention + ffn) * s
+
+
+def _official_inputs(h: int, e: int, v: int, s: int) -> float:
+    """Embeddings as one-hot products (tokens, then positions and the 2 token types)."""
+    per_token = (2 * e * v + 2 * e * (s + 2) + 2 * e + (LAYER_NORM_FLOPS + DROPOUT_FLOPS) * e
+                 + (2 * h * e + h if e != h else 0))  # the projection to the hidden width
+    return per_token * s
+
+
+def _official_mlm_head(h: int, e: int, v: int, s: int) -> float:
+    per_token = (2 * e * v + 2 * h * e + e + (GELU_FLOPS + LAYER_NORM_FLOPS) * e
+                 + SOFTMAX_FLOPS * v + 2 * v)
+    return OFFICIAL_OUTPUT_FRACTION * per_token * s
+
+
+def _official_network(m: ModelConfig, *, e: int, s: int, discriminator: bool) -> float:
+    """Forward FLOPs of one sequence through an encoder and its head, the script's way."""
+    h = m.hidden_size
+    head = (s * (2 * h * h + h + GELU_FLOPS * h + 2 * h) if discriminator
+            else _official_mlm_head(h, e, m.vocab_size, s))
+    return (m.num_layers * _official_block(h, m.intermediate_size, m.num_heads, s)
+            + _official_inputs(h, e, m.vocab_size, s) + head)
+
+
+def official_train_flops(cfg: RunConfig) -> float:
+    """One training step of ``cfg`` counted as google-research/electra ``flops_computation.py``
+    counts it: 2 x forward, one-hot embeddings, element-wise operations included, the
+    generator's MLM head at the script's fixed 15.6% of positions (whatever
+    ``objective.mask_prob``). ``objective.name`` ``electra``: discriminator plus generator (its
+    embedding width the discriminator's when ``model.tying`` shares embeddings, else its own
+    hidden width, as the script assumes); ``mlm``: one BERT-style network."""
+    m, b, s = cfg.model, cfg.train.batch_size, cfg.data.max_seq_len
+    name = cfg.objective.name
+    if name == "mlm":
+        forward = _official_network(m, e=m.embedding_size, s=s, discriminator=False)
+    elif name == "electra":
+        g = m.generator()
+        forward = (_official_network(m, e=m.embedding_size, s=s, discriminator=True)
+                   + _official_network(g, e=m.embedding_size if m.tying != "none"
+                                       else g.hidden_size, s=s, discriminator=False))
+    else:
+        raise ValueError(f"official_train_flops counts objective.name electra or mlm, "
+                         f"got {name!r}")
+    return 2.0 * b * forward * cfg.train.grad_accum
 
 
 def counted_flops(cfg: RunConfig, *, batch_size: int = 2, step: int = 0) -> int:

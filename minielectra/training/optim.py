@@ -8,7 +8,8 @@ google-research/electra ``model/optimization.py``, read top to bottom:
    ``peak * (1 - step/T) * min(1, step/warmup)`` or the usual "ramp up, then decay" form.
 2. **Parameter groups** (:func:`param_groups`): weight decay 0.01, but not on LayerNorm or bias.
 3. **Optimiser** (:class:`AdamWeightDecay`): Adam with decoupled weight decay, eps 1e-6 and, by
-   default, *no bias correction* (as the official ``AdamWeightDecayOptimizer``).
+   default, *no bias correction* (as the official ``AdamWeightDecayOptimizer``), which makes
+   the early updates up to 6.5x larger than AdamW's (see the class).
 4. **On a GPU** (:func:`build_optimizer`, :func:`set_lr`): torch's fused AdamW with
    hyper-parameters rescaled per step so that it computes exactly the same update
    (:func:`official_adam_hparams`).
@@ -85,10 +86,15 @@ class AdamWeightDecay(torch.optim.Optimizer):
         w = w - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w)
 
     The decay is *decoupled* (Loshchilov & Hutter): it is not part of the gradient, so Adam's
-    scaling does not touch it. Without bias correction the first updates are *larger* than Adam's
-    (``m`` grows by ``1 - b1^t``, ``sqrt(v)`` only by ``sqrt(1 - b2^t)``: 3.2x at step 1, 6.5x at
-    step 10 for a constant gradient), and the warmup is what keeps them small; short runs learn
-    faster with it on.
+    scaling does not touch it. Without bias correction the early updates are *larger*, not
+    smaller: ``m`` and ``v`` both start at 0, but ``sqrt(v)`` is the smaller of the two
+    underestimates, so the uncorrected update is the corrected one times
+    ``(1 - b1^t) / sqrt(1 - b2^t)``: 3.2 at t=1, 6.5 at t=10 (the peak, t=12), 3.2 at t=100,
+    1.26 at t=1000, 1.0 by t=10,000. The official recipe's 10,000 warm-up steps keep the
+    learning rate small exactly while the factor is large; a run with a short warmup (the CPU
+    presets: 100-200 steps) would take its peak steps several times too large, hence
+    ``bias_correction=True`` there (on ``nano``, 200 steps, seed 0: held-out AUC 0.661 with it,
+    0.627 without; tutorial chapter 05).
     State keys match ``torch.optim.AdamW`` (``step``, ``exp_avg``, ``exp_avg_sq``), so a
     checkpoint written on a GPU (fused AdamW) resumes here and vice versa.
     """

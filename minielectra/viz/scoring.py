@@ -204,8 +204,10 @@ def score(model: Electra, enc: Encoded, corruption: Corruption, *, top_k: int = 
     """The discriminator on ``corrupted_ids``; the generator's top-k where it predicted."""
     mask, types = enc.attention_mask, enc.token_type_ids
     logits = model.discriminator(corruption.corrupted_ids, mask, types)  # (w, n)
-    hidden = model.generator.encoder(corruption.masked_ids, mask, types)  # (w, n, d_g)
-    gen_logits = model.generator.mlm_logits(hidden[corruption.masked])  # (m, v)
+    # An MLM-objective model has no generator: its own MLM head predicts instead.
+    gen = model.generator if model.generator is not None else model.disc_mlm
+    hidden = gen.encoder(corruption.masked_ids, mask, types)  # (w, n, d_g)
+    gen_logits = gen.mlm_logits(hidden[corruption.masked])  # (m, v)
     probs = torch.softmax(gen_logits.float() / model.objective.temperature, dim=-1)
     top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
     return Scores(torch.sigmoid(logits.float()), top.values, top.indices)
