@@ -88,13 +88,15 @@ def test_nbval_instructions_are_tags_not_comments(path):
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_every_committed_figure_has_a_picture_beside_it(path):
     """A plotly output alone shows nothing on GitHub or in nbconvert's HTML: each one carries a
-    PNG in the same output (``minielectra.viz.show.show``, executed with static figures on)."""
+    picture in the same output: a PNG (``minielectra.viz.show.show``, executed with static
+    figures on) or an SVG drawn by our own writer (lesson 08's experiment figures)."""
     nb = json.loads(path.read_text())
     for c in nb["cells"]:
         for o in c.get("outputs", []):
             kinds = set(o.get("data", {}))
             if "application/vnd.plotly.v1+json" in kinds:
-                assert "image/png" in kinds, f"{path.name}: a figure without a PNG beside it " \
+                assert kinds & {"image/png", "image/svg+xml"}, \
+                    f"{path.name}: a figure without a picture beside it " \
                     f"(use show(fig); execute with MINIELECTRA_STATIC_FIGURES=1): " \
                     f"{''.join(c['source'])[:80]!r}"
             assert "VBox(" not in "".join(o.get("data", {}).get("text/plain", "")), path.name
