@@ -38,6 +38,7 @@ from torch import nn
 from ..config import ModelConfig, TrainConfig, _parse
 from ..names import unknown_key
 from ..model.electra import Electra
+from ..model.gdes import plain_state_dict
 from ..model.transformer import Encoder
 from ..training.optim import lr_at
 from .glue import Example, Task
@@ -167,7 +168,7 @@ def build_classifier(pretrained, task: Task, cfg: FinetuneConfig) -> SequenceCla
         source = Electra(pretrained.config).discriminator.encoder
     else:
         source = pretrained.discriminator.encoder
-    model.encoder.load_state_dict(source.state_dict())
+    model.encoder.load_state_dict(plain_state_dict(source))  # GDES residuals folded in
     return model
 
 
