@@ -86,6 +86,8 @@ class FinetuneConfig:
     loss_reduction: typing.Literal["sum", "mean"] = "sum"
     # Re-initialise the encoder at random (same shape and tokenizer): the no-pre-training baseline.
     from_scratch: bool = False
+    # Re-initialise the top K encoder layers before fine-tuning (few-sample recipe, .fewsample).
+    reinit_layers: int = 0
     vocab: str | None = None  # a vocab.txt for checkpoints that ship no tokenizer
     device: str = "auto"
     # CPU threads for this run (0: torch's default). Tiny models on a busy machine run faster
@@ -108,6 +110,8 @@ class FinetuneConfig:
         for name in ("head_dropout", "encoder_dropout"):
             if getattr(self, name) is not None and not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"finetune.{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.reinit_layers < 0:
+            raise ValueError(f"finetune.reinit_layers must be >= 0, got {self.reinit_layers}")
         if self.epochs < 0:
             raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
         if self.schedule not in ("official", "linear"):

@@ -36,7 +36,7 @@ from ..model.electra import Electra
 from ..data.tokenizer import WordPieceTokenizer
 from ..training.checkpoints import resolve_checkpoint
 from ..training.optim import AdamWeightDecay
-from . import glue, metrics
+from . import fewsample, glue, metrics
 from .classifier import (FinetuneConfig, SequenceClassifier, apply_finetune_overrides,
                          build_classifier, collate, encode, layerwise_param_groups, lr_factor,
                          predict_batches, task_loss)
@@ -202,6 +202,7 @@ def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneCon
              seed: int, out: Path | None, progress: bool) -> dict[str, Any]:
     torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
     model = build_classifier(pretrained, task, cfg).to(_device(cfg.device))
+    fewsample.prepare(model, cfg, initializer_range=pretrained.config.initializer_range)
     t0 = time.perf_counter()
     info = train_classifier(model, task, data, cfg, seed=seed, pad_id=tokenizer.pad_id,
                             progress=progress)
