@@ -138,7 +138,7 @@ def cmd_experiment(args) -> dict:
         return run_transfer(rows=args.rows or FINETUNE_ROWS, sizes=args.sizes, seeds=args.seeds,
                             checkpoint=args.checkpoint, preset=args.preset or "mini",
                             pretrain_steps=args.pretrain_steps, out=args.out,
-                            overrides=args.set)
+                            overrides=args.set, report_only=args.report_only)
     from .experiments.runner import run_experiment
     return run_experiment(args.name, budget=args.budget, seeds=args.seeds,
                           preset=args.preset or "nano",
@@ -311,6 +311,8 @@ def _add_experiment(sub, sets: dict) -> None:
     t.add_argument("--checkpoint", default="bundled", help="for the fine-tuning rows")
     t.add_argument("--pretrain-steps", type=int, nargs="+", default=[1000],
                    help="budgets of the pre-training rows (the curve's points)")
+    t.add_argument("--report-only", action="store_true",
+                   help="run nothing: report the runs made so far")
     p.set_defaults(func=cmd_experiment)
 
 

@@ -102,6 +102,16 @@ def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
     assert again[0]["minutes"] == pytest.approx(summary[0]["minutes"])  # from the run's record
     assert again[0]["sizes"][0]["gains"] == summary[0]["sizes"][0]["gains"]
 
+    # --report-only: what is there, nothing new (a third seed and an untrained budget are absent)
+    before = len(_cached_runs(setup["out"]))
+    partial = transfer.run_transfer(rows=["pt-embeddings", "pt-gdes"], sizes=[16], seeds=3,
+                                    pretrain_steps=[4, 12], report_only=True, progress=False,
+                                    **setup)["summary"]
+    assert [(s["name"], s["pretrain_steps"]) for s in partial] == [("pt-embeddings", 4),
+                                                                   ("pt-gdes", 4)]
+    assert partial[1]["sizes"][0]["gains"] == summary[2]["sizes"][0]["gains"]
+    assert len(_cached_runs(setup["out"])) == before
+
 
 def test_unknown_rows_and_bad_counts_are_one_clear_error(setup):
     with pytest.raises(ValueError, match="unknown transfer row"):

@@ -102,8 +102,9 @@ def shape_key(twin: Electra) -> dict:
 
 
 def finetune_run(model: Electra, *, arm: str, identity: dict, task: str, size: int, seed: int,
-                 overrides: Sequence[str], cache: Path) -> dict:
-    """One fine-tuning run (cached by what determines it): score, final loss, seconds."""
+                 overrides: Sequence[str], cache: Path, run: bool = True) -> dict | None:
+    """One fine-tuning run (cached by what determines it): score, final loss, seconds. With
+    ``run=False`` only a cached run comes back (None if there is none)."""
     overrides = list(overrides) + (["finetune.from_scratch=true"] if arm == "random" else [])
     if arm == "random":  # re-initialising layers of a random encoder is a no-op (fewsample)
         overrides = [o for o in overrides if not o.startswith("finetune.reinit_layers=")]
@@ -111,7 +112,7 @@ def finetune_run(model: Electra, *, arm: str, identity: dict, task: str, size: i
                    "overrides": sorted(overrides)})
     path = cache / f"{key}.json"
     done = _read(path)
-    if done is not None:
+    if done is not None or not run:
         return done
     start = time.perf_counter()
     r = finetune(model, task, seed=seed, max_train_examples=size, overrides=overrides,
@@ -147,8 +148,10 @@ def checkpoint_facts(checkpoint: str, out: Path) -> dict:
 
 
 def pretrained_row(row: Row, *, checkpoint: str, preset: str, steps: int,
-                   overrides: Sequence[str], out: Path, progress: bool) -> tuple[Electra, dict]:
-    """The row's pre-trained model and its facts (AUC, minutes, steps)."""
+                   overrides: Sequence[str], out: Path, progress: bool,
+                   run: bool = True) -> tuple[Electra, dict] | None:
+    """The row's pre-trained model and its facts (AUC, minutes, steps); with ``run=False``,
+    None for a pre-training run that has not finished."""
     if row.pretrain is None:
         model, _ = open_checkpoint(checkpoint)
         return model, {"checkpoint": str(checkpoint), **checkpoint_facts(checkpoint, out)}
@@ -156,6 +159,8 @@ def pretrained_row(row: Row, *, checkpoint: str, preset: str, steps: int,
                      seed=0, out_dir=Path("x"))
     spec = RunSpec(row.label, 0, 1.0, cfg)
     cfg.train.out_dir = str(out.parent / "runs" / spec.name)
+    if not run and _read(Path(cfg.train.out_dir) / "pretrain.json") is None:
+        return None
     done = pretrain_run(spec, progress=progress)
     model = Electra.from_pretrained(done["checkpoint"])
     return model, {"checkpoint": done["checkpoint"], "steps": done["steps"],
@@ -165,9 +170,13 @@ def pretrained_row(row: Row, *, checkpoint: str, preset: str, steps: int,
 
 def measure_row(name: str, row: Row, *, steps: int | None, sizes: Sequence[int], seeds: int,
                 checkpoint: str, preset: str, task: str, overrides: Sequence[str],
-                finetune_overrides: Sequence[str], out: Path, progress: bool) -> dict:
-    model, facts = pretrained_row(row, checkpoint=checkpoint, preset=preset, steps=steps or 0,
-                                  overrides=overrides, out=out, progress=progress)
+                finetune_overrides: Sequence[str], out: Path, progress: bool,
+                run: bool = True) -> dict | None:
+    pretrained = pretrained_row(row, checkpoint=checkpoint, preset=preset, steps=steps or 0,
+                                overrides=overrides, out=out, progress=progress, run=run)
+    if pretrained is None:
+        return None
+    model, facts = pretrained
     twin = random_twin(model)
     ranks = {"pretrained": effective_rank(word_embeddings(model.discriminator.encoder.embeddings)),
              "random_init": effective_rank(word_embeddings(twin.discriminator.encoder.embeddings)),
@@ -179,9 +188,11 @@ def measure_row(name: str, row: Row, *, steps: int | None, sizes: Sequence[int],
         for seed in range(seeds):
             for arm, m in (("pretrained", model), ("random", twin)):
                 r = finetune_run(m, arm=arm, identity=identity[arm], task=task, size=size,
-                                 seed=seed, overrides=recipe, cache=out / "finetune")
+                                 seed=seed, overrides=recipe, cache=out / "finetune", run=run)
+                if r is None:
+                    continue
                 runs.append(r)
-                if progress:
+                if progress and run:
                     print(f"[transfer] {name} n={size} seed {seed} {arm}: {r['score']:.1f} "
                           f"({r['seconds']:.0f} s)", flush=True)
     return {"name": name, "label": row.label, "pretrain": row.pretrain, "finetune": recipe,
@@ -193,11 +204,12 @@ def run_transfer(*, rows: Sequence[str] = FINETUNE_ROWS, sizes: Sequence[int] = 
                  seeds: int = 5, checkpoint: str = "bundled", preset: str = "mini",
                  pretrain_steps: Sequence[int] = (1000,), task: str = "sst2",
                  out: str | Path = "experiments", overrides: Sequence[str] = (),
-                 progress: bool = True) -> dict[str, Any]:
+                 report_only: bool = False, progress: bool = True) -> dict[str, Any]:
     """Measure ``rows`` (keys of :data:`ROWS`) and write ``OUT/transfer/results.{json,md}`` and
     ``gain_vs_minutes.svg``. Pre-training rows run once per entry of ``pretrain_steps`` (the
     points of the gain-vs-minutes curve). ``overrides``: ``finetune.*`` ones go to every
-    fine-tuning run, the others to every pre-training run."""
+    fine-tuning run, the others to every pre-training run. ``report_only``: run nothing, report
+    the runs already made (an interrupted experiment's seeds so far)."""
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
         raise ValueError(f"unknown transfer row(s) {unknown}; valid: {sorted(ROWS)}")
@@ -211,13 +223,16 @@ def run_transfer(*, rows: Sequence[str] = FINETUNE_ROWS, sizes: Sequence[int] = 
         for name in rows:
             row = ROWS[name]
             for steps in (pretrain_steps if row.pretrain is not None else (None,)):
-                measured.append(measure_row(
-                    name, row, steps=steps, sizes=sizes, seeds=seeds, checkpoint=checkpoint,
-                    preset=preset, task=task, overrides=pt, finetune_overrides=ft, out=out,
-                    progress=progress))
+                m = measure_row(name, row, steps=steps, sizes=sizes, seeds=seeds,
+                                checkpoint=checkpoint, preset=preset, task=task, overrides=pt,
+                                finetune_overrides=ft, out=out, progress=progress,
+                                run=not report_only)
+                if m is not None:
+                    measured.append(m)
     setup = {"rows": list(rows), "sizes": list(sizes), "seeds": seeds, "task": task,
              "checkpoint": str(checkpoint), "preset": preset,
              "pretrain_steps": list(pretrain_steps), "overrides": list(overrides),
+             "report_only": report_only,
              "wall_seconds": round(time.perf_counter() - start, 1)}
     report = write_report(summarise(measured, sizes), measured, setup=setup, out=out)
     return {"experiment": "transfer", "out": str(out), "files": report["files"],

@@ -56,8 +56,9 @@ def markdown(summary: list[dict], setup: dict) -> str:
     for n in sizes:
         head += [f"n={n}: pre-trained / random", f"n={n}: gain (range, wins)"]
     lines = [f"# Transfer: fine-tuning gain over random init ({setup['task']})", "",
-             f"Median dev accuracy of {setup['seeds']} fine-tuning seeds per arm; gains paired by "
-             "seed. Pre-training rows: one pre-training run (seed 0) each.", "",
+             f"Median dev accuracy per arm over the fine-tuning seeds measured (up to "
+             f"{setup['seeds']}; wins/seeds in the gain column); gains paired by seed. "
+             "Pre-training rows: one pre-training run (seed 0) each.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary:
         steps = f"{row['pretrain_steps']} steps" if row["pretrain_steps"] else row["checkpoint"]
