@@ -70,6 +70,7 @@ def main() -> None:
     from sklearn.linear_model import LogisticRegression
 
     from minielectra.model.electra import Electra
+    from minielectra.model.gdes import word_embeddings
     from minielectra.tasks import classifier
     from minielectra.tasks import finetune as ft
     from minielectra.tasks.glue import get_task
@@ -84,10 +85,11 @@ def main() -> None:
     random_model = Electra(pretrained.config)
     result["word_embedding_effective_rank"] = {
         "dims": pretrained.config.embedding_size,
+        # word_embeddings folds a gdes checkpoint's residual in: the table the network reads
         "pretrained": round(effective_rank(
-            pretrained.discriminator.encoder.embeddings.word.weight.detach()), 1),
+            word_embeddings(pretrained.discriminator.encoder.embeddings)), 1),
         "random_init": round(effective_rank(
-            random_model.discriminator.encoder.embeddings.word.weight.detach()), 1)}
+            word_embeddings(random_model.discriminator.encoder.embeddings)), 1)}
 
     if not task.is_regression:
         data = ft.prepare_data(task, tokenizer, classifier.FinetuneConfig(),

@@ -155,6 +155,13 @@ def cmd_convert(args) -> dict:
 
 
 def cmd_experiment(args) -> dict:
+    if args.name == "transfer":  # its own runner: minielectra.experiments.transfer
+        from .experiments.transfer import FINETUNE_ROWS, run_transfer
+        return run_transfer(rows=args.rows or FINETUNE_ROWS, sizes=args.sizes,
+                            seeds=args.seeds or 1, checkpoint=args.checkpoint,
+                            preset=args.preset or "mini", pretrain_steps=args.pretrain_steps,
+                            out=args.out or "experiments", overrides=args.set,
+                            report_only=args.report_only)
     if args.name == "toy-grammar":
         from .experiments.toy_grammar import run_toy_grammar
         from .training.device import choose_device
@@ -167,7 +174,7 @@ def cmd_experiment(args) -> dict:
                                        "random_init", "files")}
     from .experiments.runner import run_experiment
     return run_experiment(args.name, budget=args.budget, seeds=args.seeds or 1,
-                          preset=args.preset, corpus=args.corpus, out=args.out or "experiments",
+                          preset=args.preset or "nano", corpus=args.corpus, out=args.out or "experiments",
                           overrides=args.set,
                           probe_tasks=args.probe_tasks, finetune_tasks=args.finetune_tasks,
                           probe_examples=args.probe_examples,
@@ -344,12 +351,12 @@ def _add_convert(sub) -> None:
 def _add_experiment(sub, sets: dict) -> None:
     p = sub.add_parser("experiment", help="one of the paper's experiments: runs, table, figures")
     p.add_argument("name", help="efficiency, table5, generator-size, tying, alectra, "
-                   "procedures, toy-grammar")
+                   "procedures, toy-grammar, transfer")
     p.add_argument("--budget", type=int, help="steps of the reference ELECTRA at the largest "
                    "budget (default: the preset's train.max_steps); other arms get equal FLOPs")
     p.add_argument("--seeds", type=int, help="pre-training (and fine-tuning) seeds "
                    "(default 1; toy-grammar 4)")
-    p.add_argument("--preset", default="nano", help=f"one of {sorted(PRESETS)} (default nano)")
+    p.add_argument("--preset", help=f"one of {sorted(PRESETS)} (default nano; transfer: mini)")
     p.add_argument("--corpus", help="pre-training corpus (default: the preset's)")
     p.add_argument("--out", help="runs in OUT/runs, report in OUT/NAME (default experiments; "
                    "toy-grammar: its report in OUT, default experiments/toy-grammar)")
@@ -368,6 +375,15 @@ def _add_experiment(sub, sets: dict) -> None:
     p.add_argument("--finetune-examples", type=int, default=2000,
                    help="training sentences of each fine-tuning run")
     p.add_argument("--set", **sets)
+    t = p.add_argument_group("transfer (fine-tuning gain over random init)")
+    t.add_argument("--rows", nargs="+", help="rows to measure (default: the fine-tuning ones)")
+    t.add_argument("--sizes", type=int, nargs="+", default=[2000, 8000],
+                   help="SST-2 training sentences (default 2000 8000)")
+    t.add_argument("--checkpoint", default="bundled", help="for the fine-tuning rows")
+    t.add_argument("--pretrain-steps", type=int, nargs="+", default=[1000],
+                   help="budgets of the pre-training rows (the curve's points)")
+    t.add_argument("--report-only", action="store_true",
+                   help="run nothing: report the runs made so far")
     p.set_defaults(func=cmd_experiment)
 
 

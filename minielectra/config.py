@@ -28,7 +28,7 @@ from .names import unknown_key
 from .presets import PRESETS
 from .safeio import read_json, write_file
 
-Tying = Literal["none", "embeddings", "all"]
+Tying = Literal["none", "embeddings", "all", "gdes"]
 Objective = Literal["electra", "mlm", "electra-15", "replace-mlm", "all-tokens-mlm"]
 Procedure = Literal["joint", "two-stage", "adversarial"]
 
@@ -53,7 +53,9 @@ class ModelConfig:
     # depth is not (the official code keeps all 12 layers). 1/4 is ELECTRA-Small; 1.0 is Small++.
     generator_size: float = 0.25
     # none: two separate models; embeddings: share word/position/segment embeddings and the
-    # embedding LayerNorm (official default); all: share every encoder weight (needs size 1.0).
+    # embedding LayerNorm (official default); all: share every encoder weight (needs size 1.0);
+    # gdes: the discriminator reads stop-gradient(generator's tables) + its own residual
+    # (DeBERTaV3's gradient-disentangled sharing, minielectra.model.gdes).
     tying: Tying = "embeddings"
     # "sdpa" calls torch's fused scaled_dot_product_attention; "reference" writes the softmax out.
     attention: Literal["sdpa", "reference"] = "sdpa"
@@ -91,8 +93,9 @@ class ModelConfig:
                                  f"num_heads {cfg.num_heads}")
         if not 0 < self.generator_size <= 1:
             raise ValueError(f"model.generator_size must be in (0, 1], got {self.generator_size}")
-        if self.tying not in ("none", "embeddings", "all"):
-            raise ValueError(f"model.tying must be none|embeddings|all, got {self.tying!r}")
+        if self.tying not in typing.get_args(Tying):
+            raise ValueError(f"model.tying must be {'|'.join(typing.get_args(Tying))}, got "
+                             f"{self.tying!r}")
         if self.tying == "all" and self.generator_size != 1.0:
             raise ValueError("model.tying='all' shares every encoder weight, so it needs "
                              f"generator_size=1.0 (got {self.generator_size})")
@@ -245,9 +248,10 @@ class RunConfig:
         self.model.validate()
         self.objective.validate()
         if self.objective.procedure == "two-stage" and (
-                self.model.generator_size != 1.0 or self.model.tying == "all"):
+                self.model.generator_size != 1.0 or self.model.tying in ("all", "gdes")):
             raise ValueError("objective.procedure='two-stage' copies the generator into the "
-                             "discriminator: it needs model.generator_size=1.0, tying != all")
+                             "discriminator: it needs model.generator_size=1.0, tying "
+                             "none|embeddings")
         self.train.validate()
         if self.data.max_seq_len > self.model.max_position_embeddings:
             raise ValueError(f"data.max_seq_len {self.data.max_seq_len} exceeds "

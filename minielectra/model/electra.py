@@ -30,6 +30,7 @@ from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig
 from . import checkpoint
+from .gdes import ResidualEmbeddings
 from .transformer import Embeddings, Encoder, init_weights
 
 # ----------------------------------------------------------------------------- 1. masking
@@ -257,15 +258,21 @@ class Electra(nn.Module):
         self.objective = objective or ObjectiveConfig()
         self.objective.validate()
         self.tokenizer = None  # attached by from_pretrained when the checkpoint has one
-        self.discriminator = Discriminator(config)
-        shared = self.discriminator.encoder.embeddings
         gen_cfg = config.generator()
+        # gdes: the generator owns the tables; the discriminator reads them through a
+        # stop-gradient plus a residual of its own (minielectra.model.gdes).
+        gdes_base = Embeddings(gen_cfg) if config.tying == "gdes" else None
+        self.discriminator = Discriminator(
+            config, embeddings=None if gdes_base is None else ResidualEmbeddings(config, gdes_base))
+        shared = self.discriminator.encoder.embeddings
         if self.objective.name == "mlm":  # BERT's baseline corrupts with [MASK]: no generator
             self.generator = None
         elif config.tying == "all":  # one encoder for both; only the heads differ
             self.generator = Generator(gen_cfg, encoder=self.discriminator.encoder)
         elif config.tying == "embeddings":  # paper default: word, position, segment + LayerNorm
             self.generator = Generator(gen_cfg, embeddings=shared)
+        elif config.tying == "gdes":
+            self.generator = Generator(gen_cfg, embeddings=gdes_base)
         else:
             self.generator = Generator(gen_cfg)
         # The MLM baselines of paper Table 5 (minielectra.objectives: mlm, replace-mlm,

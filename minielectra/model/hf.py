@@ -36,6 +36,7 @@ from ..config import ModelConfig, Tying
 from ..safeio import read_json
 from .storage import (CheckpointError, atomic_dir, check_state, load_tokenizer,
                       write_error)
+from .gdes import plain_state_dict
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,8 @@ def to_hf_state(net: nn.Module, role: Role) -> dict[str, torch.Tensor]:
     """A :class:`Discriminator` or :class:`Generator` -> transformers' state dict (float32, CPU)."""
     names = module_names(role, len(net.encoder.layers))
     out = {}
-    for name, tensor in net.state_dict().items():
+    # GDES embeddings (model.tying=gdes) are written folded: transformers has one table each.
+    for name, tensor in plain_state_dict(net).items():
         targets = _hf_names(name, names)
         # clone: chunks of qkv share storage, which safetensors refuses to write
         parts = tensor.detach().to("cpu", torch.float32).chunk(len(targets), dim=0)

@@ -38,6 +38,7 @@ from torch import nn
 from ..config import ModelConfig, TrainConfig, _parse
 from ..names import unknown_key
 from ..model.electra import Electra
+from ..model.gdes import plain_state_dict
 from ..model.transformer import Encoder
 from ..training.optim import lr_at
 from .glue import Example, Task
@@ -85,6 +86,8 @@ class FinetuneConfig:
     loss_reduction: typing.Literal["sum", "mean"] = "sum"
     # Re-initialise the encoder at random (same shape and tokenizer): the no-pre-training baseline.
     from_scratch: bool = False
+    # Re-initialise the top K encoder layers before fine-tuning (few-sample recipe, .fewsample).
+    reinit_layers: int = 0
     vocab: str | None = None  # a vocab.txt for checkpoints that ship no tokenizer
     # A text longer than max_seq_len: "truncate" cuts it (the paper); "windows" reads a single
     # text whole in half-overlapping windows, averaging their logits (see .windows).
@@ -113,6 +116,8 @@ class FinetuneConfig:
         for name in ("head_dropout", "encoder_dropout"):
             if getattr(self, name) is not None and not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"finetune.{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.reinit_layers < 0:
+            raise ValueError(f"finetune.reinit_layers must be >= 0, got {self.reinit_layers}")
         if self.epochs < 0:
             raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
         if self.schedule not in ("official", "linear"):
@@ -178,7 +183,7 @@ def build_classifier(pretrained, task: Task, cfg: FinetuneConfig) -> SequenceCla
         source = Electra(pretrained.config).discriminator.encoder
     else:
         source = pretrained.discriminator.encoder
-    model.encoder.load_state_dict(source.state_dict())
+    model.encoder.load_state_dict(plain_state_dict(source))  # GDES residuals folded in
     return model
 
 

@@ -36,7 +36,7 @@ from ..model.electra import Electra
 from ..data.tokenizer import WordPieceTokenizer
 from ..training.checkpoints import resolve_checkpoint
 from ..training.optim import AdamWeightDecay
-from . import glue, metrics
+from . import fewsample, glue, metrics
 from .classifier import (FinetuneConfig, SequenceClassifier, apply_finetune_overrides,
                          build_classifier, collate, layerwise_param_groups, lr_factor, task_loss)
 from .epochs import EpochScores
@@ -219,6 +219,7 @@ def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneCon
              seed: int, out: Path | None, progress: bool) -> dict[str, Any]:
     torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
     model = build_classifier(pretrained, task, cfg).to(_device(cfg.device))
+    fewsample.prepare(model, cfg, initializer_range=pretrained.config.initializer_range)
     epochs = EpochScores(model, lambda: evaluate(model, task, data, cfg, pad_id=tokenizer.pad_id),
                          task.metric, keep=cfg.keep_epoch)  # the dev set after every epoch
     t0 = time.perf_counter()

@@ -1,0 +1,239 @@
+"""``minielectra experiment transfer``: does pre-training pay off when fine-tuning on little data?
+
+Each *row* is one change, to the pre-training (a run of ``--preset`` with some overrides, for
+``--pretrain-steps`` steps) or to the fine-tuning recipe (``finetune.*`` overrides) of a given
+checkpoint (``--checkpoint``, default the bundled one), or both. For every row, training-set size
+(``--sizes``, fixed random subsets of SST-2) and seed, the same recipe fine-tunes the pre-trained
+encoder and a freshly initialised one of the same shape and tokenizer; the *gain* is their
+difference, paired by seed (same subset, same data order, same head initialisation). The row also
+records what the diagnostics of ``benchmarks/diagnose_transfer.py`` found to matter: the
+effective rank of the word embeddings, the held-out discriminator ROC-AUC, and the pre-training
+minutes on this machine.
+
+Every fine-tuning run is a file (``OUT/transfer/finetune/<hash>.json``) and every pre-training run
+a resumable run directory (:mod:`.runs`), so an interrupted experiment continues where it stopped
+and rows that share a run (the random-init arm of rows with the same fine-tuning recipe and
+shape) compute it once. The report (JSON, Markdown, SVG): :mod:`.transfer_report`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from ..config import preset as preset_config
+from ..model.electra import Electra
+from ..model.gdes import word_embeddings
+from ..tasks.finetune import finetune, open_checkpoint
+from .runs import RunSpec, _read, _write, arm_config, pretrain_run, slug
+from .transfer_report import summarise, write_report
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    pretrain: tuple[str, ...] | None = None  # None: the --checkpoint as it is
+    finetune: tuple[str, ...] = ()
+
+
+EPOCHS_10 = ("finetune.epochs=10",)
+ROWS: dict[str, Row] = {
+    # fine-tuning changes, on the given checkpoint
+    "paper": Row("paper's recipe (3 epochs)"),
+    "epochs-10": Row("10 epochs", finetune=EPOCHS_10),
+    "epochs-20": Row("20 epochs", finetune=("finetune.epochs=20",)),
+    "reinit-1": Row("10 epochs, top layer re-initialised",
+                    finetune=EPOCHS_10 + ("finetune.reinit_layers=1",)),
+    "adam": Row("10 epochs, bias-corrected Adam",
+                finetune=EPOCHS_10 + ("finetune.bias_correction=true",)),
+    # pre-training changes (a fresh run of --preset), fine-tuned for 10 epochs
+    "pt-embeddings": Row("pre-train: tied embeddings (the preset)", (), EPOCHS_10),
+    "pt-gdes": Row("pre-train: gdes embedding sharing", ("model.tying=gdes",), EPOCHS_10),
+    "pt-generator-1/4": Row("pre-train: generator 1/4", ("model.generator_size=0.25",),
+                            EPOCHS_10),
+    "pt-mask-0.25": Row("pre-train: masking rate 25%", ("objective.mask_prob=0.25",), EPOCHS_10),
+    "pt-no-unmasking": Row("pre-train: every selected token masked (BabyBERTa)",
+                           ("objective.mask_token_prob=1.0",), EPOCHS_10),
+}
+FINETUNE_ROWS = ("paper", "epochs-10", "epochs-20", "reinit-1", "adam")
+# The bundled checkpoint's pre-training time: its model card's 1321 s + 965 s on this machine.
+BUNDLED_MINUTES = 38.1
+
+
+def effective_rank(weight: torch.Tensor) -> float:
+    """exp(entropy) of the normalised squared singular values of the centred matrix: ~the number
+    of directions in use (a random (v, e) matrix: close to e)."""
+    s = torch.linalg.svdvals(weight.double() - weight.double().mean(0))
+    p = s ** 2 / (s ** 2).sum()
+    return float(torch.exp(-(p * p.clamp_min(1e-300).log()).sum()))
+
+
+def random_twin(model: Electra, seed: int = 0) -> Electra:
+    """The random-init arm's model: ``model``'s discriminator shape and tokenizer, with the
+    default tying and an equal-size generator. Tying and generator size shape how the random
+    numbers are drawn (the generator is initialised between the discriminator's weights and its
+    projection), not what a random discriminator is; fixing them makes every row of one shape
+    share one random-init arm (``finetune.from_scratch`` draws it from this config)."""
+    cfg = dataclasses.replace(model.config, tying="embeddings", generator_size=1.0)
+    torch.manual_seed(seed)
+    twin = Electra(cfg, model.objective)
+    twin.tokenizer = model.tokenizer
+    return twin
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha1(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def shape_key(twin: Electra) -> dict:
+    """What a random-init arm depends on: the twin's config and the vocabulary."""
+    tok = twin.tokenizer
+    return {"model": dataclasses.asdict(twin.config),
+            "vocab": None if tok is None else [tok.vocab_hash, tok.lowercase]}
+
+
+def finetune_run(model: Electra, *, arm: str, identity: dict, task: str, size: int, seed: int,
+                 overrides: Sequence[str], cache: Path, run: bool = True) -> dict | None:
+    """One fine-tuning run (cached by what determines it): score, final loss, seconds. With
+    ``run=False`` only a cached run comes back (None if there is none)."""
+    overrides = list(overrides) + (["finetune.from_scratch=true"] if arm == "random" else [])
+    if arm == "random":  # re-initialising layers of a random encoder is a no-op (fewsample)
+        overrides = [o for o in overrides if not o.startswith("finetune.reinit_layers=")]
+    key = _digest({"identity": identity, "task": task, "size": size, "seed": seed,
+                   "overrides": sorted(overrides)})
+    path = cache / f"{key}.json"
+    done = _read(path)
+    if done is not None or not run:
+        return done
+    start = time.perf_counter()
+    r = finetune(model, task, seed=seed, max_train_examples=size, overrides=overrides,
+                 progress=False, save_model=False)
+    run = r["runs"][0]
+    result = {"arm": arm, "task": task, "size": size, "seed": seed, "overrides": overrides,
+              "score": r["score"], "final_train_loss": run["final_train_loss"],
+              "steps": run["steps"], "seconds": round(time.perf_counter() - start, 1)}
+    cache.mkdir(parents=True, exist_ok=True)
+    _write(path, result)
+    return result
+
+
+def checkpoint_facts(checkpoint: str, out: Path) -> dict:
+    """Held-out AUC (``minielectra evaluate``, 512 examples) and pre-training minutes of a given
+    checkpoint, cached; minutes are known for the bundled checkpoint and for our run dirs."""
+    from ..training.evaluate import evaluate
+    path = out / f"checkpoint-{slug(str(checkpoint))}.json"
+    done = _read(path)
+    if done is not None:
+        return done
+    heldout = evaluate(checkpoint, max_examples=512)
+    minutes = BUNDLED_MINUTES if str(checkpoint) == "bundled" else None
+    where = Path(str(checkpoint))
+    for record in (where / "pretrain.json", where.parent.parent / "pretrain.json"):
+        timing = _read(record) if minutes is None else None  # a run dir or one of its checkpoints
+        if timing is not None:
+            minutes = timing["train_seconds"] / 60
+    facts = {"disc_auc": heldout.get("disc_auc"), "minutes": minutes}
+    out.mkdir(parents=True, exist_ok=True)
+    _write(path, facts)
+    return facts
+
+
+def pretrained_row(row: Row, *, checkpoint: str, preset: str, steps: int,
+                   overrides: Sequence[str], out: Path, progress: bool,
+                   run: bool = True) -> tuple[Electra, dict] | None:
+    """The row's pre-trained model and its facts (AUC, minutes, steps); with ``run=False``,
+    None for a pre-training run that has not finished."""
+    if row.pretrain is None:
+        model, _ = open_checkpoint(checkpoint)
+        return model, {"checkpoint": str(checkpoint), **checkpoint_facts(checkpoint, out)}
+    cfg = arm_config(preset_config(preset), list(overrides) + list(row.pretrain), steps=steps,
+                     seed=0, out_dir=Path("x"))
+    spec = RunSpec(row.label, 0, 1.0, cfg)
+    cfg.train.out_dir = str(out.parent / "runs" / spec.name)
+    if not run and _read(Path(cfg.train.out_dir) / "pretrain.json") is None:
+        return None
+    done = pretrain_run(spec, progress=progress)
+    model = Electra.from_pretrained(done["checkpoint"])
+    return model, {"checkpoint": done["checkpoint"], "steps": done["steps"],
+                   "disc_auc": done["heldout"].get("disc_auc"),
+                   "minutes": done["train_seconds"] / 60}
+
+
+def measure_row(name: str, row: Row, *, steps: int | None, sizes: Sequence[int], seeds: int,
+                checkpoint: str, preset: str, task: str, overrides: Sequence[str],
+                finetune_overrides: Sequence[str], out: Path, progress: bool,
+                run: bool = True) -> dict | None:
+    pretrained = pretrained_row(row, checkpoint=checkpoint, preset=preset, steps=steps or 0,
+                                overrides=overrides, out=out, progress=progress, run=run)
+    if pretrained is None:
+        return None
+    model, facts = pretrained
+    twin = random_twin(model)
+    ranks = {"pretrained": effective_rank(word_embeddings(model.discriminator.encoder.embeddings)),
+             "random_init": effective_rank(word_embeddings(twin.discriminator.encoder.embeddings)),
+             "dims": model.config.embedding_size}
+    recipe = list(finetune_overrides) + list(row.finetune)
+    identity = {"pretrained": _digest(facts["checkpoint"]), "random": shape_key(twin)}
+    runs = []
+    for size in sizes:
+        for seed in range(seeds):
+            for arm, m in (("pretrained", model), ("random", twin)):
+                r = finetune_run(m, arm=arm, identity=identity[arm], task=task, size=size,
+                                 seed=seed, overrides=recipe, cache=out / "finetune", run=run)
+                if r is None:
+                    continue
+                runs.append(r)
+                if progress and run:
+                    print(f"[transfer] {name} n={size} seed {seed} {arm}: {r['score']:.1f} "
+                          f"({r['seconds']:.0f} s)", flush=True)
+    return {"name": name, "label": row.label, "pretrain": row.pretrain, "finetune": recipe,
+            "pretrain_steps": steps if row.pretrain is not None else None,
+            **facts, "effective_rank": ranks, "runs": runs}
+
+
+def run_transfer(*, rows: Sequence[str] = FINETUNE_ROWS, sizes: Sequence[int] = (2000, 8000),
+                 seeds: int = 5, checkpoint: str = "bundled", preset: str = "mini",
+                 pretrain_steps: Sequence[int] = (1000,), task: str = "sst2",
+                 out: str | Path = "experiments", overrides: Sequence[str] = (),
+                 report_only: bool = False, progress: bool = True) -> dict[str, Any]:
+    """Measure ``rows`` (keys of :data:`ROWS`) and write ``OUT/transfer/results.{json,md}`` and
+    ``gain_vs_minutes.svg``. Pre-training rows run once per entry of ``pretrain_steps`` (the
+    points of the gain-vs-minutes curve). ``overrides``: ``finetune.*`` ones go to every
+    fine-tuning run, the others to every pre-training run. ``report_only``: run nothing, report
+    the runs already made (an interrupted experiment's seeds so far)."""
+    unknown = [r for r in rows if r not in ROWS]
+    if unknown:
+        raise ValueError(f"unknown transfer row(s) {unknown}; valid: {sorted(ROWS)}")
+    if seeds < 1 or not sizes or min(sizes) < 1 or not pretrain_steps or min(pretrain_steps) < 4:
+        raise ValueError("transfer needs --seeds >= 1, --sizes >= 1 and --pretrain-steps >= 4")
+    ft = [o for o in overrides if o.startswith("finetune.")]
+    pt = [o for o in overrides if not o.startswith("finetune.")]
+    out = Path(out) / "transfer"
+    measured, start = [], time.perf_counter()
+    with contextlib.redirect_stdout(sys.stderr):  # stdout: the JSON the CLI prints
+        for name in rows:
+            row = ROWS[name]
+            for steps in (pretrain_steps if row.pretrain is not None else (None,)):
+                m = measure_row(name, row, steps=steps, sizes=sizes, seeds=seeds,
+                                checkpoint=checkpoint, preset=preset, task=task, overrides=pt,
+                                finetune_overrides=ft, out=out, progress=progress,
+                                run=not report_only)
+                if m is not None:
+                    measured.append(m)
+    setup = {"rows": list(rows), "sizes": list(sizes), "seeds": seeds, "task": task,
+             "checkpoint": str(checkpoint), "preset": preset,
+             "pretrain_steps": list(pretrain_steps), "overrides": list(overrides),
+             "report_only": report_only,
+             "wall_seconds": round(time.perf_counter() - start, 1)}
+    report = write_report(summarise(measured, sizes), measured, setup=setup, out=out)
+    return {"experiment": "transfer", "out": str(out), "files": report["files"],
+            "summary": report["summary"]}

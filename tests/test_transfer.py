@@ -1,0 +1,120 @@
+"""minielectra experiment transfer: fine-tuning gain over random init, row by row, at tiny sizes.
+
+References: the gains are recomputed from the cached per-run files, the effective rank from a
+matrix with known singular values, and the random-init arm's independence of tying and generator
+size from freshly built models."""
+
+import json
+
+import pytest
+import torch
+
+from minielectra.cli import main
+from minielectra.config import ModelConfig
+from minielectra.model.electra import Electra
+from minielectra.model.gdes import plain_state_dict
+from minielectra.experiments import transfer
+
+TINY = ["data.vocab_size=64", "data.max_seq_len=16", "data.held_out_fraction=0.2",
+        "data.num_workers=1", "model.embedding_size=8", "model.hidden_size=16",
+        "model.num_layers=2", "model.num_heads=2", "model.intermediate_size=32",
+        "model.max_position_embeddings=32", "model.generator_size=0.5", "train.batch_size=4",
+        "train.eval_examples=8", "train.log_every=2", "finetune.max_seq_len=16",
+        "finetune.eval_batch_size=64"]
+
+
+@pytest.fixture
+def setup(write_tiny_corpus, tmp_path, glue_slice_dir, monkeypatch):
+    monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(glue_slice_dir))
+    torch.set_num_threads(1)
+    corpus = write_tiny_corpus(tmp_path / "tiny.txt")
+    return dict(out=tmp_path / "exp", preset="nano", overrides=TINY + [
+        f"data.corpus={corpus}", f"data.cache_dir={tmp_path / 'cache'}"])
+
+
+def test_effective_rank_of_known_singular_values():
+    q, _ = torch.linalg.qr(torch.randn(40, 40, dtype=torch.float64))
+    w = q[:, :6] @ torch.diag(torch.full((6,), 3.0, dtype=torch.float64)) @ \
+        torch.linalg.qr(torch.randn(8, 8, dtype=torch.float64))[0][:6]
+    w = w - w.mean(0)  # centred already up to the projection: rank 5 or 6 equal directions
+    s = torch.linalg.svdvals(w)
+    p = s ** 2 / (s ** 2).sum()
+    expected = float(torch.exp(-(p[p > 0] * p[p > 0].log()).sum()))
+    assert transfer.effective_rank(w) == pytest.approx(expected)
+    assert transfer.effective_rank(torch.eye(16)) == pytest.approx(15.0, rel=1e-6)  # centred
+
+
+def test_random_arm_does_not_depend_on_tying_or_generator_size():
+    """The from-scratch encoder of each row's twin is the same for any tying or generator size
+    (a fresh Electra of the pre-trained config would not be: the generator's draws come first)."""
+    states = []
+    for tying, size in (("embeddings", 0.25), ("none", 0.5), ("gdes", 0.25)):
+        cfg = ModelConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_layers=2,
+                          num_heads=2, intermediate_size=32, generator_size=size, tying=tying)
+        twin = transfer.random_twin(Electra(cfg))
+        torch.manual_seed(3)  # what finetune(from_scratch) does with the twin's config
+        states.append(plain_state_dict(Electra(twin.config).discriminator.encoder))
+    for other in states[1:]:
+        assert other.keys() == states[0].keys()
+        assert all(torch.equal(other[k], states[0][k]) for k in states[0])
+
+
+def _cached_runs(out):
+    return [json.loads(p.read_text()) for p in (out / "transfer" / "finetune").glob("*.json")]
+
+
+def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
+    r = transfer.run_transfer(rows=["pt-embeddings", "pt-gdes"], sizes=[16, 24], seeds=2,
+                              pretrain_steps=[4, 8], progress=False, **setup)
+    summary = r["summary"]
+    assert [(s["name"], s["pretrain_steps"]) for s in summary] == [
+        ("pt-embeddings", 4), ("pt-embeddings", 8), ("pt-gdes", 4), ("pt-gdes", 8)]
+    data = json.loads((setup["out"] / "transfer" / "results.json").read_text())
+    for row, measured in zip(summary, data["rows"]):
+        assert row["minutes"] > 0 and 0 <= row["disc_auc"] <= 1
+        for s in row["sizes"]:
+            by = {(x["arm"], x["seed"]): x["score"] for x in measured["runs"]
+                  if x["size"] == s["size"]}
+            gains = [by[("pretrained", k)] - by[("random", k)] for k in (0, 1)]
+            assert s["gains"] == [round(g, 2) for g in gains]
+            assert s["median_gain"] == pytest.approx(sum(gains) / 2)
+    # The random arm is one set of runs for all four rows (same shape, vocabulary and recipe).
+    runs = _cached_runs(setup["out"])
+    assert sum(x["arm"] == "random" for x in runs) == 2 * 2
+    assert sum(x["arm"] == "pretrained" for x in runs) == 4 * 2 * 2
+    md = (setup["out"] / "transfer" / "results.md").read_text()
+    assert md.count("pre-train: gdes") == 2
+    assert (setup["out"] / "transfer" / "gain_vs_minutes.svg").read_text().startswith("<svg")
+
+    # Fine-tuning rows on one of those checkpoints, through the CLI; reinit-1 and epochs-10
+    # share their random arm (re-initialising a random encoder is a no-op).
+    ckpt = summary[0]["checkpoint"]
+    args = ["experiment", "transfer", "--rows", "epochs-10", "reinit-1", "--sizes", "16",
+            "--seeds", "2", "--checkpoint", ckpt, "--out", str(setup["out"])]
+    args += [a for o in setup["overrides"] if o.startswith("finetune.") for a in ("--set", o)]
+    assert main(args) == 0
+    after = _cached_runs(setup["out"])
+    new = [x for x in after if x not in runs]
+    # epochs-10 on this checkpoint is pt-embeddings' recipe: all its runs are reused; only
+    # reinit-1's pre-trained arm is new.
+    assert [x["overrides"][-1] for x in new] == ["finetune.reinit_layers=1"] * 2
+    again = json.loads((setup["out"] / "transfer" / "results.json").read_text())["summary"]
+    assert again[0]["minutes"] == pytest.approx(summary[0]["minutes"])  # from the run's record
+    assert again[0]["sizes"][0]["gains"] == summary[0]["sizes"][0]["gains"]
+
+    # --report-only: what is there, nothing new (a third seed and an untrained budget are absent)
+    before = len(_cached_runs(setup["out"]))
+    partial = transfer.run_transfer(rows=["pt-embeddings", "pt-gdes"], sizes=[16], seeds=3,
+                                    pretrain_steps=[4, 12], report_only=True, progress=False,
+                                    **setup)["summary"]
+    assert [(s["name"], s["pretrain_steps"]) for s in partial] == [("pt-embeddings", 4),
+                                                                   ("pt-gdes", 4)]
+    assert partial[1]["sizes"][0]["gains"] == summary[2]["sizes"][0]["gains"]
+    assert len(_cached_runs(setup["out"])) == before
+
+
+def test_unknown_rows_and_bad_counts_are_one_clear_error(setup):
+    with pytest.raises(ValueError, match="unknown transfer row"):
+        transfer.run_transfer(rows=["nope"], **setup)
+    with pytest.raises(ValueError, match="--seeds"):
+        transfer.run_transfer(rows=["paper"], seeds=0, **setup)
