@@ -1,0 +1,186 @@
+"""What each ``minielectra`` command does with its parsed arguments: one library function each
+(``cli.py`` builds the parser and runs them). Imports are lazy: ``minielectra --help`` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .config import apply_overrides, preset
+from .safeio import refuse_overwrite
+from .usage import next_commands, time_cap_note
+
+# What the GPU presets add on a machine with a CUDA GPU, unless the command line sets these keys:
+# bf16 autocast (fp32 where the GPU has no bf16) and one compiled graph. A CPU run keeps fp32 and
+# eager mode.
+GPU_PRESETS = ("small", "small++", "base")
+ON_GPU = {"train.precision": "bf16", "train.compile": True}
+
+
+def pretrain_config(args: argparse.Namespace):
+    """The run config of ``minielectra pretrain``: preset, then flags, then ``--set``."""
+    cfg = preset(args.preset)
+    flags = {"data.corpus": args.corpus, "data.prepared": args.data, "train.out_dir": args.out,
+             "train.max_steps": args.max_steps, "train.device": args.device,
+             "train.precision": args.precision, "train.seed": args.seed,
+             "train.compile": True if args.compile else None}
+    overrides = [f"{k}={v}" for k, v in flags.items() if v is not None]
+    cfg = apply_overrides(cfg, overrides + list(args.set))
+    given = {o.split("=", 1)[0].strip() for o in overrides + list(args.set)}
+    if args.preset in GPU_PRESETS and _on_gpu(cfg.train.device):
+        defaults = {k: v for k, v in ON_GPU.items() if k not in given}
+        if defaults.get("train.precision") == "bf16" and not _bf16_ok():
+            defaults["train.precision"] = "fp32"
+        cfg = apply_overrides(cfg, [f"{k}={v}" for k, v in defaults.items()])
+    return cfg.validate()
+
+
+def _on_gpu(device: str) -> bool:
+    import torch
+    return device != "cpu" and torch.cuda.is_available()
+
+
+def _bf16_ok() -> bool:
+    import torch
+    return torch.cuda.is_bf16_supported()
+
+
+def cmd_prepare(args) -> dict:
+    from .data.prepare import prepare
+    return prepare(args.corpus, out=args.out, tokenizer=args.tokenizer,
+                   max_seq_len=args.max_seq_len, held_out_fraction=args.held_out_fraction,
+                   seed=args.seed, num_workers=args.workers)
+
+
+def cmd_pretrain(args) -> dict | None:
+    from .distributed.ddp import launched, pretrain_distributed
+    if launched():  # under torchrun: one process per GPU, rank 0 prints
+        return pretrain_distributed(pretrain_config(args), resume=args.resume)
+    from .training.loop import pretrain
+    cfg = pretrain_config(args)
+    result = pretrain(cfg, resume=args.resume)
+    if result.get("stopped_by") == "max_minutes":  # said, not only in the JSON
+        print(time_cap_note(result, max_steps=cfg.train.max_steps,
+                            max_minutes=cfg.train.max_minutes, argv=args.argv), file=sys.stderr)
+    print(next_commands(result["out_dir"]), file=sys.stderr)
+    return result
+
+
+
+def cmd_evaluate(args) -> dict:
+    from .training.evaluate import evaluate
+    return evaluate(args.checkpoint, corpus=args.corpus, max_examples=args.max_examples,
+                    split=args.split)
+
+
+def shipped_checkpoint(args) -> str:
+    """``--checkpoint``, or (none given) the bundled one, said in one line."""
+    if args.checkpoint is None:
+        print(f"minielectra {args.command}: no --checkpoint given: fine-tuning the bundled one "
+              "(a small teaching model, see its MODEL_CARD.md)", file=sys.stderr)
+    return args.checkpoint or "bundled"
+
+
+def cmd_finetune(args) -> dict:
+    from .tasks.finetune import finetune
+    from .tasks.summary import finetune_summary
+    from .tasks.userdata import Columns
+    columns = Columns(args.text_column, args.text_pair_column, args.label_column)
+    checkpoint = shipped_checkpoint(args)
+    flags = [f"finetune.long_text={args.long_text}", f"finetune.keep_epoch={args.keep_epoch}"]
+    flags += ["finetune.from_scratch=true"] if args.from_scratch else []
+    result = finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
+                      overrides=flags + args.set, max_train_examples=args.max_train_examples,
+                      train=args.train, dev=args.dev, columns=columns,
+                      regression=True if args.regression else None)
+    print(finetune_summary(result, args.out, inputs=args.dev), file=sys.stderr)  # for people
+    return result
+
+
+def cmd_glue(args) -> dict:
+    from .tasks.suite import run_glue
+    checkpoint = shipped_checkpoint(args)
+    result = run_glue(checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
+                      out=args.out, overrides=args.set, save_models=args.save_models,
+                      max_train_examples=args.max_train_examples)
+    print(result["table"], file=sys.stderr)  # for people; stdout stays one JSON document
+    return result
+
+
+def cmd_predict(args) -> dict:
+    from .tasks.predict import run_predict
+    from .tasks.squad_predict import is_qa_model, run_answer
+    if is_qa_model(args.model):  # a SQuAD model: QUESTION PASSAGE
+        return run_answer(args.model, args.sentences, file=args.file)
+    if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
+        raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (a CSV, TSV or JSONL "
+                         "file with a text column, or one input a line, A<TAB>B for pairs)")
+    pairs = [] if args.file else [(args.sentences + [None])[:2]]
+    return run_predict(args.model, pairs, file=args.file, text_column=args.text_column,
+                       text_pair_column=args.text_pair_column, long_text=args.long_text)
+
+
+def cmd_squad_eval(args) -> dict:
+    from .tasks.squad_eval import run_squad_eval
+    return run_squad_eval(args.data, args.predictions, na_prob_file=args.na_prob_file,
+                          na_prob_thresh=args.na_prob_thresh)
+
+
+def cmd_convert(args) -> dict:
+    from .model.convert import convert
+    direction = "from_hf" if args.from_hf else "to_hf"
+    out = convert(args.from_hf or args.to_hf, args.out, direction=direction,
+                  generator=args.generator)
+    return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
+
+
+def cmd_experiment(args) -> dict:
+    if args.name == "transfer":  # its own runner: minielectra.experiments.transfer
+        from .experiments.transfer import FINETUNE_ROWS, run_transfer
+        return run_transfer(rows=args.rows or FINETUNE_ROWS, sizes=args.sizes,
+                            seeds=args.seeds or 1, checkpoint=args.checkpoint,
+                            preset=args.preset or "mini", pretrain_steps=args.pretrain_steps,
+                            out=args.out or "experiments", overrides=args.set,
+                            report_only=args.report_only)
+    if args.name == "toy-grammar":
+        from .experiments.toy_grammar import run_toy_grammar
+        from .training.device import choose_device
+        choice = choose_device()
+        print(f"toy-grammar on {choice.summary}", file=sys.stderr)
+        result = run_toy_grammar(words_per_class=args.words_per_class, seeds=args.seeds or 4,
+                                 steps=args.steps, sweep=args.sweep, device=choice.device,
+                                 out=args.out or "experiments/toy-grammar", progress=True)
+        return {k: result[k] for k in ("words_per_class", "vocab_size", "steps", "mean",
+                                       "random_init", "files")}
+    from .experiments.runner import run_experiment
+    return run_experiment(args.name, budget=args.budget, seeds=args.seeds or 1,
+                          preset=args.preset or "nano", corpus=args.corpus, out=args.out or "experiments",
+                          overrides=args.set,
+                          probe_tasks=args.probe_tasks, finetune_tasks=args.finetune_tasks,
+                          probe_examples=args.probe_examples,
+                          finetune_examples=args.finetune_examples, budgets=args.budgets)
+
+
+def cmd_lessons(args) -> dict:
+    from .lessons import copy_lessons
+    result = copy_lessons(args.directory, force=args.force)  # a clash: one line, as any OSError
+    print(f"next: {result['next']}", file=sys.stderr)
+    return result
+
+
+def cmd_viz(args):
+    from .viz.page import viz_run, viz_text
+    from .viz.scoring import parse_replacements
+    replace = parse_replacements(args.replace)
+    if args.out is not None:  # before any work; the page replaces a link, never its target
+        refuse_overwrite(args.out, force=args.force)
+    if args.run is None:
+        if args.text is None:
+            raise ValueError('give --text "a sentence" (or --run DIR for a run\'s report)')
+        return viz_text(args.checkpoint or "bundled", args.text, replace=replace, seed=args.seed,
+                        top_k=args.top_k, words=args.words, out=args.out, as_json=args.json)
+    if args.checkpoint is not None or args.json or args.out is None:
+        raise ValueError("--run DIR writes a page: give --out FILE.html, and no --checkpoint "
+                         "or --json")
+    return viz_run(args.run, out=args.out, text=args.text, replace=replace, seed=args.seed,
+                   words=args.words, heldout_examples=args.heldout_examples)
