@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shlex
 import sys
 
@@ -310,7 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minielectra {args.command}: error: {error_line(e)}", file=sys.stderr)
         return 2
     if result is not None:
-        print(json.dumps(result, indent=2, default=str))
+        try:
+            print(json.dumps(result, indent=2, default=str), flush=True)
+        except BrokenPipeError:  # `minielectra predict ... | head`: the reader left early
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no 2nd error at exit
     return 0
 
 

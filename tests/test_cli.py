@@ -190,3 +190,15 @@ def test_predict_scores_sentences_and_files(capsys, run_dir, slices, tmp_path):
     code, _, err = run_cli(capsys, "predict", "--model", tmp_path / "rte", "a", "b",
                            "--file", tmp_path / "pairs.tsv")
     assert code == 2 and "--file" in err
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
+    """`minielectra predict ... | head`: the pipe closes before the JSON is written."""
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-m", "minielectra", "lessons", str(tmp_path / "c")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # no reader left: the JSON's write fails with EPIPE
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
