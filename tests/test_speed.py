@@ -264,11 +264,11 @@ def test_gpu_presets_default_to_bf16_and_compile_on_a_gpu_only(monkeypatch):
     """`pretrain --preset small` on a GPU: bf16 autocast + torch.compile, unless the command line
     says otherwise; fp32 where the GPU lacks bf16; a CPU run (or `--device cpu`) keeps fp32 and
     eager mode."""
-    from minielectra import cli
+    from minielectra import cli, commands
 
     def config(*argv, gpu=True, bf16=True):
-        monkeypatch.setattr(cli, "_on_gpu", lambda device: gpu and device != "cpu")
-        monkeypatch.setattr(cli, "_bf16_ok", lambda: bf16)
+        monkeypatch.setattr(commands, "_on_gpu", lambda device: gpu and device != "cpu")
+        monkeypatch.setattr(commands, "_bf16_ok", lambda: bf16)
         t = cli.pretrain_config(cli.build_parser().parse_args(["pretrain", *argv])).train
         return t.precision, t.compile
     assert config("--preset", "small") == ("bf16", True)
