@@ -67,7 +67,10 @@ def test_reinit_is_a_no_op_from_scratch_and_checks_its_range():
 
 def test_recipes_are_valid_overrides():
     for name, overrides in fewsample.RECIPES.items():
-        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), overrides)
+        cfg = classifier.apply_finetune_overrides(classifier.FinetuneConfig(), overrides)
+        for item in overrides:  # each override lands on the key it names
+            key, value = item.split("=", 1)
+            assert str(getattr(cfg, key.split(".", 1)[1])).lower() == value.lower(), (name, item)
 
 
 def test_finetune_applies_reinit_end_to_end(tmp_path, monkeypatch):

@@ -218,6 +218,18 @@ def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
                                    schedule=schedule))
 
 
+def optimizer_step(model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor,
+                   cfg: "FinetuneConfig", examples: int) -> float:
+    """One update on ``loss`` (gradients cleared, clipped at ``cfg.grad_clip``), shared by the
+    classification and SQuAD loops; returns the loss per example (a summed loss is divided)."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if cfg.grad_clip > 0:
+        nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    return loss.item() / (examples if cfg.loss_reduction == "sum" else 1)
+
+
 def encode(tokenizer, examples: Sequence[Example], max_len: int) -> list[tuple[list, list]]:
     """``[CLS] A [SEP] B [SEP]`` ids and segment ids, longest-first truncated, unpadded."""
     return [tokenizer.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]

@@ -38,7 +38,8 @@ from ..training.checkpoints import resolve_checkpoint
 from ..training.optim import AdamWeightDecay
 from . import fewsample, glue, metrics
 from .classifier import (FinetuneConfig, SequenceClassifier, apply_finetune_overrides,
-                         build_classifier, collate, layerwise_param_groups, lr_factor, task_loss)
+                         build_classifier, collate, layerwise_param_groups, lr_factor,
+                         optimizer_step, task_loss)
 from .epochs import EpochScores
 from .glue import Task
 from .output import finetune_output
@@ -159,12 +160,7 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
                 group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
             loss = task_loss(task, model(**batch), labels[idx].to(device),
                              reduction=cfg.loss_reduction)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.grad_clip > 0:
-                nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            losses.append(loss.item() / (len(idx) if cfg.loss_reduction == "sum" else 1))
+            losses.append(optimizer_step(model, opt, loss, cfg, len(idx)))
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", refresh=False)
             if on_epoch is not None and (step + 1) % per_epoch == 0:
                 on_epoch((step + 1) // per_epoch)

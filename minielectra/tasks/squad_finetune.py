@@ -30,7 +30,8 @@ from ..model.electra import Electra
 from ..training.checkpoints import resolve_checkpoint
 from ..training.optim import AdamWeightDecay
 from . import squad_data, squad_eval
-from .classifier import FinetuneConfig, apply_finetune_overrides, layerwise_param_groups, lr_factor
+from .classifier import (FinetuneConfig, apply_finetune_overrides, layerwise_param_groups,
+                         lr_factor, optimizer_step)
 from .squad_data import SquadSet
 from .squad_features import Window, make_all_windows
 from .squad_model import (FinetunedQA, SpanQA, SquadConfig, build_span_qa, save_qa, span_loss,
@@ -78,12 +79,7 @@ def train_span_qa(model: SpanQA, windows: list[Window], cfg: FinetuneConfig, *, 
             group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
         start, end = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
         loss = span_loss(start, end, batch["starts"], batch["ends"], reduction=cfg.loss_reduction)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.grad_clip > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        losses.append(loss.item() / (len(idx) if cfg.loss_reduction == "sum" else 1))
+        losses.append(optimizer_step(model, opt, loss, cfg, len(idx)))
         if progress and (step % 50 == 0 or step == total - 1):
             log.info("step %d/%d loss %.4f", step + 1, total, np.mean(losses[-50:]))
     return {"epochs": epochs, "steps": total, "warmup_steps": warmup,
