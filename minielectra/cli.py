@@ -209,7 +209,9 @@ def _add_experiment(sub, sets: dict) -> None:
     t.add_argument("--rows", nargs="+", help="rows to measure (default: the fine-tuning ones)")
     t.add_argument("--sizes", type=int, nargs="+", default=[2000, 8000],
                    help="SST-2 training sentences (default 2000 8000)")
-    t.add_argument("--checkpoint", default="bundled", help="for the fine-tuning rows")
+    t.add_argument("--checkpoint", nargs="+", default=["bundled"],
+                   help="for the fine-tuning rows; several (e.g. a run's kept step_K "
+                   "checkpoints) make a gain-vs-minutes curve")
     t.add_argument("--pretrain-steps", type=int, nargs="+", default=[1000],
                    help="budgets of the pre-training rows (the curve's points)")
     t.add_argument("--report-only", action="store_true",

@@ -86,21 +86,25 @@ def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
     assert md.count("pre-train: gdes") == 2
     assert (setup["out"] / "transfer" / "gain_vs_minutes.svg").read_text().startswith("<svg")
 
-    # Fine-tuning rows on one of those checkpoints, through the CLI; reinit-1 and epochs-10
+    # Fine-tuning rows on two of those checkpoints, through the CLI; reinit-1 and epochs-10
     # share their random arm (re-initialising a random encoder is a no-op).
-    ckpt = summary[0]["checkpoint"]
+    ckpts = [summary[0]["checkpoint"], summary[1]["checkpoint"]]
     args = ["experiment", "transfer", "--rows", "epochs-10", "reinit-1", "--sizes", "16",
-            "--seeds", "2", "--checkpoint", ckpt, "--out", str(setup["out"])]
+            "--seeds", "2", "--checkpoint", *ckpts, "--out", str(setup["out"])]
     args += [a for o in setup["overrides"] if o.startswith("finetune.") for a in ("--set", o)]
     assert main(args) == 0
     after = _cached_runs(setup["out"])
     new = [x for x in after if x not in runs]
-    # epochs-10 on this checkpoint is pt-embeddings' recipe: all its runs are reused; only
-    # reinit-1's pre-trained arm is new.
-    assert [x["overrides"][-1] for x in new] == ["finetune.reinit_layers=1"] * 2
+    # epochs-10 on these checkpoints is pt-embeddings' recipe: all its runs are reused; only
+    # reinit-1's pre-trained arm is new, on each checkpoint.
+    assert [x["overrides"][-1] for x in new] == ["finetune.reinit_layers=1"] * 4
     again = json.loads((setup["out"] / "transfer" / "results.json").read_text())["summary"]
-    assert again[0]["minutes"] == pytest.approx(summary[0]["minutes"])  # from the run's record
-    assert again[0]["sizes"][0]["gains"] == summary[0]["sizes"][0]["gains"]
+    assert [(r["name"], r["checkpoint"]) for r in again] == [
+        ("epochs-10", ckpts[0]), ("epochs-10", ckpts[1]), ("reinit-1", ckpts[0]),
+        ("reinit-1", ckpts[1])]
+    for k in (0, 1):  # minutes from each run's record; the same runs, the same gains
+        assert again[k]["minutes"] == pytest.approx(summary[k]["minutes"])
+        assert again[k]["sizes"][0]["gains"] == summary[k]["sizes"][0]["gains"]
 
     # --report-only: what is there, nothing new (a third seed and an untrained budget are absent)
     before = len(_cached_runs(setup["out"]))
@@ -118,3 +122,21 @@ def test_unknown_rows_and_bad_counts_are_one_clear_error(setup):
         transfer.run_transfer(rows=["nope"], **setup)
     with pytest.raises(ValueError, match="--seeds"):
         transfer.run_transfer(rows=["paper"], seeds=0, **setup)
+
+
+def test_minutes_of_a_kept_checkpoint_come_from_the_run_clock(tmp_path):
+    """An earlier ``step_K`` checkpoint of a long run: the clock at its evaluation, with a
+    resumed session's clock (which starts again at 0) added to the first one's."""
+    run = tmp_path / "run"
+    for k in (1000, 2000, 3000):
+        (run / "checkpoints" / f"step_{k}").mkdir(parents=True)
+    lines = [{"kind": "train", "step": 10, "elapsed_s": 3.0},
+             {"kind": "eval", "step": 1000, "elapsed_s": 300.0},
+             {"kind": "train", "step": 1500, "elapsed_s": 450.0},
+             {"kind": "train", "step": 1510, "elapsed_s": 2.0},  # --resume: a new clock
+             {"kind": "eval", "step": 2000, "elapsed_s": 150.0}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert transfer.checkpoint_minutes(str(run / "checkpoints" / "step_1000")) == 5.0
+    assert transfer.checkpoint_minutes(str(run / "checkpoints" / "step_2000")) == 10.0
+    assert transfer.checkpoint_minutes(str(run / "checkpoints" / "step_3000")) is None
+    assert transfer.checkpoint_minutes("bundled") == transfer.BUNDLED_MINUTES

@@ -29,11 +29,11 @@ from typing import Any, Sequence
 
 import torch
 
-from ..config import ModelConfig, ObjectiveConfig, RunConfig
+from ..config import ModelConfig, ObjectiveConfig, RunConfig, TrainConfig
 from ..model.electra import Electra
 from ..objectives.compute import compute
 from ..objectives.flops import train_flops_per_step
-from ..training.optim import AdamWeightDecay
+from ..training.optim import AdamWeightDecay, lr_at
 from .probe import ridge_fit, ridge_predict
 
 CLASSES = ("det", "adj", "noun", "verb", "prep", "place")
@@ -149,6 +149,9 @@ def pretrain(words_per_class: int, objective: str, steps: int, *, seed: int,
     model = Electra(model_config(words_per_class), ObjectiveConfig(name=objective)).to(device)
     # Bias correction on: without it the first updates are up to 6.5x larger (training/optim.py).
     opt = AdamWeightDecay(model.parameters(), lr=lr, weight_decay=0.01, bias_correction=True)
+    # The paper's schedule shape: 10% warm-up, then linear decay to 0 at the last step.
+    schedule = TrainConfig(learning_rate=lr, max_steps=steps, warmup_steps=steps // 10,
+                           schedule="linear")
     g = torch.Generator().manual_seed(1000 + seed)  # data and masks: the same stream for each arm
     checkpoints = {max(1, round(f * steps)) for f in PROBE_POINTS}
     curve, tail = [], []
@@ -160,6 +163,8 @@ def pretrain(words_per_class: int, objective: str, steps: int, *, seed: int,
                       else None, step=step, max_steps=steps)
         opt.zero_grad(set_to_none=True)
         out.loss.backward()
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, schedule)
         opt.step()
         if step >= steps - max(1, steps // 10):
             tail.append(out.disc_loss.item())

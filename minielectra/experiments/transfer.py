@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -126,22 +127,46 @@ def finetune_run(model: Electra, *, arm: str, identity: dict, task: str, size: i
     return result
 
 
+def checkpoint_minutes(checkpoint: str) -> float | None:
+    """Pre-training minutes behind ``checkpoint``: the bundled model's; a run's record
+    (``pretrain.json``) for its final checkpoint or the run dir; for an earlier ``step_K``
+    checkpoint the run's clock at its evaluation of step K (``metrics.jsonl``, sessions
+    continued with ``--resume`` added up)."""
+    if str(checkpoint) == "bundled":
+        return BUNDLED_MINUTES
+    where = Path(str(checkpoint))
+    for record in (where / "pretrain.json", where.parent.parent / "pretrain.json"):
+        timing = _read(record)
+        if timing is not None and (record.parent == where
+                                   or Path(timing["checkpoint"]).name == where.name):
+            return timing["train_seconds"] / 60
+    step = re.fullmatch(r"step_(\d+)", where.name)
+    metrics = where.parent.parent / "metrics.jsonl"
+    if step is None or not metrics.is_file():
+        return None
+    offset = last = 0.0
+    for line in metrics.read_text().splitlines():
+        entry = json.loads(line) if line.strip() else {}
+        if "elapsed_s" not in entry:
+            continue
+        if entry["elapsed_s"] < last:  # a resumed session's clock starts again at 0
+            offset += last
+        last = entry["elapsed_s"]
+        if entry.get("kind") == "eval" and entry.get("step") == int(step.group(1)):
+            return (offset + last) / 60
+    return None
+
+
 def checkpoint_facts(checkpoint: str, out: Path) -> dict:
-    """Held-out AUC (``minielectra evaluate``, 512 examples) and pre-training minutes of a given
-    checkpoint, cached; minutes are known for the bundled checkpoint and for our run dirs."""
+    """Held-out AUC (``minielectra evaluate``, 512 examples) and pre-training minutes
+    (:func:`checkpoint_minutes`) of a given checkpoint, cached."""
     from ..training.evaluate import evaluate
     path = out / f"checkpoint-{slug(str(checkpoint))}.json"
     done = _read(path)
     if done is not None:
         return done
     heldout = evaluate(checkpoint, max_examples=512)
-    minutes = BUNDLED_MINUTES if str(checkpoint) == "bundled" else None
-    where = Path(str(checkpoint))
-    for record in (where / "pretrain.json", where.parent.parent / "pretrain.json"):
-        timing = _read(record) if minutes is None else None  # a run dir or one of its checkpoints
-        if timing is not None:
-            minutes = timing["train_seconds"] / 60
-    facts = {"disc_auc": heldout.get("disc_auc"), "minutes": minutes}
+    facts = {"disc_auc": heldout.get("disc_auc"), "minutes": checkpoint_minutes(checkpoint)}
     out.mkdir(parents=True, exist_ok=True)
     _write(path, facts)
     return facts
@@ -201,13 +226,15 @@ def measure_row(name: str, row: Row, *, steps: int | None, sizes: Sequence[int],
 
 
 def run_transfer(*, rows: Sequence[str] = FINETUNE_ROWS, sizes: Sequence[int] = (2000, 8000),
-                 seeds: int = 5, checkpoint: str = "bundled", preset: str = "mini",
+                 seeds: int = 5, checkpoint: str | Sequence[str] = "bundled",
+                 preset: str = "mini",
                  pretrain_steps: Sequence[int] = (1000,), task: str = "sst2",
                  out: str | Path = "experiments", overrides: Sequence[str] = (),
                  report_only: bool = False, progress: bool = True) -> dict[str, Any]:
     """Measure ``rows`` (keys of :data:`ROWS`) and write ``OUT/transfer/results.{json,md}`` and
     ``gain_vs_minutes.svg``. Pre-training rows run once per entry of ``pretrain_steps`` (the
-    points of the gain-vs-minutes curve). ``overrides``: ``finetune.*`` ones go to every
+    points of the gain-vs-minutes curve); fine-tuning rows once per ``checkpoint`` (several: the
+    kept ``step_K`` checkpoints of one long run are another such curve). ``overrides``: ``finetune.*`` ones go to every
     fine-tuning run, the others to every pre-training run. ``report_only``: run nothing, report
     the runs already made (an interrupted experiment's seeds so far)."""
     unknown = [r for r in rows if r not in ROWS]
@@ -215,6 +242,9 @@ def run_transfer(*, rows: Sequence[str] = FINETUNE_ROWS, sizes: Sequence[int] = 
         raise ValueError(f"unknown transfer row(s) {unknown}; valid: {sorted(ROWS)}")
     if seeds < 1 or not sizes or min(sizes) < 1 or not pretrain_steps or min(pretrain_steps) < 4:
         raise ValueError("transfer needs --seeds >= 1, --sizes >= 1 and --pretrain-steps >= 4")
+    checkpoints = [checkpoint] if isinstance(checkpoint, (str, Path)) else list(checkpoint)
+    if not checkpoints:
+        raise ValueError("transfer needs at least one --checkpoint")
     ft = [o for o in overrides if o.startswith("finetune.")]
     pt = [o for o in overrides if not o.startswith("finetune.")]
     out = Path(out) / "transfer"
@@ -222,15 +252,18 @@ def run_transfer(*, rows: Sequence[str] = FINETUNE_ROWS, sizes: Sequence[int] = 
     with contextlib.redirect_stdout(sys.stderr):  # stdout: the JSON the CLI prints
         for name in rows:
             row = ROWS[name]
-            for steps in (pretrain_steps if row.pretrain is not None else (None,)):
+            # a pre-training row: one run per budget; a fine-tuning row: each checkpoint
+            points = ([(s, checkpoints[0]) for s in pretrain_steps] if row.pretrain is not None
+                      else [(None, c) for c in checkpoints])
+            for steps, ckpt in points:
                 m = measure_row(name, row, steps=steps, sizes=sizes, seeds=seeds,
-                                checkpoint=checkpoint, preset=preset, task=task, overrides=pt,
+                                checkpoint=ckpt, preset=preset, task=task, overrides=pt,
                                 finetune_overrides=ft, out=out, progress=progress,
                                 run=not report_only)
                 if m is not None:
                     measured.append(m)
     setup = {"rows": list(rows), "sizes": list(sizes), "seeds": seeds, "task": task,
-             "checkpoint": str(checkpoint), "preset": preset,
+             "checkpoint": [str(c) for c in checkpoints], "preset": preset,
              "pretrain_steps": list(pretrain_steps), "overrides": list(overrides),
              "report_only": report_only,
              "wall_seconds": round(time.perf_counter() - start, 1)}

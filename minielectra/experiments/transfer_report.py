@@ -50,6 +50,14 @@ def _num(v, fmt: str = ".1f", sign: bool = False) -> str:
     return format(v, ("+" if sign else "") + fmt)
 
 
+def short_name(checkpoint: str) -> str:
+    """``bundled``, ``RUN/step_K`` for a run's kept checkpoint, else the directory's name."""
+    path = Path(str(checkpoint))
+    if path.name.startswith("step_") and path.parent.name == "checkpoints":
+        return f"{path.parent.parent.name}/{path.name}"
+    return path.name or str(checkpoint)
+
+
 def markdown(summary: list[dict], setup: dict) -> str:
     sizes = setup["sizes"]
     head = ["row", "pre-training", "AUC", "minutes", "eff. rank (random)"]
@@ -61,7 +69,8 @@ def markdown(summary: list[dict], setup: dict) -> str:
              "Pre-training rows: one pre-training run (seed 0) each.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary:
-        steps = f"{row['pretrain_steps']} steps" if row["pretrain_steps"] else row["checkpoint"]
+        steps = (f"{row['pretrain_steps']} steps" if row["pretrain_steps"]
+                 else short_name(row["checkpoint"]))
         rank = row["effective_rank"]
         cells = [row["label"], steps, _num(row["disc_auc"], ".3f"), _num(row["minutes"]),
                  f"{rank['pretrained']:.0f} ({rank['random_init']:.0f}) of {rank['dims']}"]
