@@ -190,11 +190,11 @@ def _add_experiment(sub, sets: dict) -> None:
     p.add_argument("--corpus", help="pre-training corpus (default: the preset's)")
     p.add_argument("--out", help="runs in OUT/runs, report in OUT/NAME (default experiments; "
                    "toy-grammar: its report in OUT, default experiments/toy-grammar)")
-    p.add_argument("--words-per-class", type=int, default=200,
-                   help="toy-grammar: words in each of its 6 word classes (default 200)")
-    p.add_argument("--steps", type=int, default=300, help="toy-grammar: ELECTRA's steps; "
-                   "the MLM gets equal training FLOPs (default 300)")
-    p.add_argument("--sweep", action="store_true", help="toy-grammar: also 3 and 1000 words "
+    p.add_argument("--words-per-class", type=int, default=1000,
+                   help="toy-grammar: words in each of its 6 word classes (default 1000)")
+    p.add_argument("--steps", type=int, default=600, help="toy-grammar: ELECTRA's steps; "
+                   "the MLM gets equal training FLOPs (default 600)")
+    p.add_argument("--sweep", action="store_true", help="toy-grammar: also 3 and 200 words "
                    "per class")
     p.add_argument("--budgets", nargs="*", type=float, help="only these fractions of the "
                    "budget (efficiency: 0.125 0.25 0.5 1; default: all)")

@@ -150,7 +150,7 @@ def cmd_experiment(args) -> dict:
         result = run_toy_grammar(words_per_class=args.words_per_class, seeds=args.seeds or 4,
                                  steps=args.steps, sweep=args.sweep, device=choice.device,
                                  out=args.out or "experiments/toy-grammar", progress=True)
-        return {k: result[k] for k in ("words_per_class", "vocab_size", "steps", "mean",
+        return {k: result[k] for k in ("words_per_class", "vocab_size", "steps", "mean", "paired",
                                        "random_init", "files")}
     from .experiments.runner import run_experiment
     return run_experiment(args.name, budget=args.budget, seeds=args.seeds or 1,

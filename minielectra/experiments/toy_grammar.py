@@ -35,6 +35,7 @@ from ..objectives.compute import compute
 from ..objectives.flops import train_flops_per_step
 from ..training.optim import AdamWeightDecay, lr_at
 from .probe import ridge_fit, ridge_predict
+from .stats import paired_t, sign_flip
 
 CLASSES = ("det", "adj", "noun", "verb", "prep", "place")
 PATTERN = (0, 1, 2, 3, 4, 0, 1, 5)  # classes of the 8 slots; slots 1 and 6 (adj) are optional
@@ -43,7 +44,7 @@ PAD, CLS, SEP, MASK = 0, 2, 3, 4
 SEQ_LEN = 10  # [CLS] + at most 8 words + [SEP]
 BATCH = 64
 ARMS = ("electra", "mlm")
-SWEEP = (3, 1000)  # with the default 200: 23, 1,205 and 6,005 words
+SWEEP = (3, 200)  # with the default 1000: 23, 1,205 and 6,005 words
 PROBE_POINTS = (0.125, 0.25, 0.5, 1.0)  # fractions of a run at which the probe also scores it
 
 
@@ -180,7 +181,18 @@ def _spread(values: list[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def run_point(words_per_class: int, *, seeds: int = 4, steps: int = 300,
+def paired(per_seed: dict[str, list[float]]) -> dict[str, Any]:
+    """ELECTRA minus MLM, seed by seed: mean, sd, wins, and two-sided p-values of the paired t
+    and the exact sign-flip test (None with one seed)."""
+    diffs = [e - m for e, m in zip(per_seed["electra"], per_seed["mlm"])]
+    t = paired_t(diffs)
+    many = len(diffs) > 1
+    return {"differences": diffs, "mean": t["mean"], "sd": t["sd"] if many else None,
+            "wins": sum(d > 0 for d in diffs), "p_t": t["p"] if many else None,
+            "p_sign_flip": sign_flip(diffs) if many else None}
+
+
+def run_point(words_per_class: int, *, seeds: int = 4, steps: int = 600,
               device: torch.device | str = "cpu", probe_examples: int = 2000,
               first_seed: int = 0, progress: bool = False) -> dict[str, Any]:
     """Both arms at one vocabulary size, seeds ``first_seed`` to ``first_seed + seeds - 1``,
@@ -217,13 +229,14 @@ def run_point(words_per_class: int, *, seeds: int = 4, steps: int = 300,
             "random_init": statistics.fmean(random_init), "random_init_per_seed": random_init,
             "per_seed": per_seed,
             "mean": {a: statistics.fmean(v) for a, v in per_seed.items()},
+            "paired": paired(per_seed),
             "sd": {a: _spread(v) for a, v in per_seed.items()},
             "final_loss": {a: statistics.fmean(v) for a, v in losses.items()},
             "log_words_per_class": math.log(words_per_class),
             "curves": curves, "seconds": time.perf_counter() - start}
 
 
-def run_toy_grammar(*, words_per_class: int = 200, seeds: int = 4, steps: int = 300,
+def run_toy_grammar(*, words_per_class: int = 1000, seeds: int = 4, steps: int = 600,
                     sweep: bool | Sequence[int] = False, out: str | Path | None = None,
                     device: torch.device | str = "cpu", probe_examples: int = 2000,
                     progress: bool = False) -> dict[str, Any]:
@@ -256,15 +269,20 @@ def markdown(result: dict) -> str:
              "Accuracy mean ± sd over seeds; 'wins' = seeds where ELECTRA beats the MLM "
              "(paired by seed).", "",
              "| words per class | vocabulary | ELECTRA steps | MLM steps | FLOPs | ELECTRA | MLM "
-             "| wins | random init | MLM final loss | log(words per class) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| ELECTRA - MLM, paired | p (t / sign-flip) | wins | random init | MLM final loss "
+             "| log(words per class) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in result["points"]:
-        wins = sum(e > m for e, m in zip(p["per_seed"]["electra"], p["per_seed"]["mlm"]))
+        d = p.get("paired") or paired(p["per_seed"])
+        pvals = "-" if d["p_t"] is None else (
+            ("< 0.001" if d["p_t"] < 0.001 else f"{d['p_t']:.3f}") + f" / {d['p_sign_flip']:.3f}")
+        spread = "" if d["sd"] is None else f" ± {d['sd']:.3f}"
         lines.append(
             f"| {p['words_per_class']} | {p['vocab_size']} | {p['steps']['electra']} | "
             f"{p['steps']['mlm']} | {p['train_flops']['electra']:.2e} | "
             f"{p['mean']['electra']:.3f} ± {p['sd']['electra']:.3f} | "
-            f"{p['mean']['mlm']:.3f} ± {p['sd']['mlm']:.3f} | {wins}/{len(p['per_seed']['mlm'])} "
+            f"{p['mean']['mlm']:.3f} ± {p['sd']['mlm']:.3f} | {d['mean']:+.3f}{spread} | "
+            f"{pvals} | {d['wins']}/{len(p['per_seed']['mlm'])} "
             f"| {p['random_init']:.3f} | {p['final_loss']['mlm']:.2f} | "
             f"{p['log_words_per_class']:.2f} |")
     return "\n".join(lines) + "\n"
