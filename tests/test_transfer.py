@@ -140,3 +140,17 @@ def test_minutes_of_a_kept_checkpoint_come_from_the_run_clock(tmp_path):
     assert transfer.checkpoint_minutes(str(run / "checkpoints" / "step_2000")) == 10.0
     assert transfer.checkpoint_minutes(str(run / "checkpoints" / "step_3000")) is None
     assert transfer.checkpoint_minutes("bundled") == transfer.BUNDLED_MINUTES
+
+
+def test_curve_draws_one_line_per_run_of_kept_checkpoints():
+    """A long run's step_K checkpoints are one line; the bundled model (another run) its own."""
+    from minielectra.experiments.transfer_report import curve
+
+    def row(checkpoint, minutes, gain):
+        size = {"size": 16, "median_gain": gain, "gain_sd": 0.0}
+        return {"label": "10 epochs", "pretrain_steps": None, "checkpoint": checkpoint,
+                "minutes": minutes, "sizes": [size]}
+    summary = [row("bundled", 38.1, -0.5), row("/x/long/checkpoints/step_0001000", 7.0, -2.0),
+               row("/x/long/checkpoints/step_0004000", 28.0, -1.0)]
+    drawn = curve(summary, [16])
+    assert drawn.count("10 epochs bundled n=16") == 1 and drawn.count("10 epochs long n=16") == 1

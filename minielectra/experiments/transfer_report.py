@@ -85,20 +85,30 @@ def markdown(summary: list[dict], setup: dict) -> str:
     return "\n".join(lines)
 
 
+def _source(row: dict) -> str:
+    """Which line of the curve a row's point is on: a pre-training row's budgets are one line;
+    a fine-tuning row's checkpoints one line per run (a run's kept ``step_K`` checkpoints)."""
+    if row["pretrain_steps"]:
+        return ""
+    return short_name(row["checkpoint"]).split("/")[0]
+
+
 def curve(summary: list[dict], sizes: Sequence[int]) -> str:
-    """Median gain vs pre-training minutes: one line per (pre-training recipe, size)."""
+    """Median gain vs pre-training minutes: one line per pre-training recipe (and run, for a
+    fine-tuning row's checkpoints) and size."""
     series = []
     for n in sizes:
-        groups: dict[str, list] = {}
+        groups: dict[tuple[str, str], list] = {}
         for row in summary:
             if row["minutes"] is None:
                 continue
             s = next(x for x in row["sizes"] if x["size"] == n)
             if s["median_gain"] is not None:
-                groups.setdefault(row["label"], []).append((row["minutes"], s))
-        for label, points in groups.items():
+                groups.setdefault((row["label"], _source(row)), []).append((row["minutes"], s))
+        for (label, source), points in groups.items():
             points.sort(key=lambda p: p[0])
-            series.append({"name": f"{label[:18]} n={n}", "x": [p[0] for p in points],
+            name = f"{label[:18]}{' ' + source[:16] if source else ''} n={n}"
+            series.append({"name": name, "x": [p[0] for p in points],
                            "y": [p[1]["median_gain"] for p in points],
                            "err": [p[1]["gain_sd"] for p in points]})
     if not series:
