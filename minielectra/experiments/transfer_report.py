@@ -80,8 +80,9 @@ def markdown(summary: list[dict], setup: dict) -> str:
                          f"({_num(s['min_gain'], sign=True)}..{_num(s['max_gain'], sign=True)}, "
                          f"{s['wins']}/{len(s['seeds'])})")
         lines.append("| " + " | ".join(cells) + " |")
+    recipes = {r["name"]: " ".join(r["finetune"]) or "none" for r in summary}  # once per row
     lines += ["", "Fine-tuning overrides per row: " + "; ".join(
-        f"{r['name']}: {' '.join(r['finetune']) or 'none'}" for r in summary), ""]
+        f"{name}: {recipe}" for name, recipe in recipes.items()), ""]
     return "\n".join(lines)
 
 
