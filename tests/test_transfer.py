@@ -114,11 +114,13 @@ def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
     assert [(s["name"], s["pretrain_steps"]) for s in partial] == [("pt-embeddings", 4),
                                                                    ("pt-gdes", 4)]
     assert partial[1]["sizes"][0]["gains"] == summary[2]["sizes"][0]["gains"]
-    # a fine-tuning row never run on a checkpoint is left out, not reported empty
+    # A fine-tuning row never run on a checkpoint is left out, not reported empty, even where
+    # its random arm exists (reinit-1's is epochs-10's, which ran on the gdes checkpoint).
+    gdes = summary[2]["checkpoint"]
     mixed = transfer.run_transfer(rows=["reinit-1", "adam"], sizes=[16], seeds=2,
-                                  checkpoint=ckpts, report_only=True, progress=False,
-                                  **setup)["summary"]
-    assert [(s["name"], s["checkpoint"]) for s in mixed] == [("reinit-1", c) for c in ckpts]
+                                  checkpoint=[ckpts[0], gdes], report_only=True,
+                                  progress=False, **setup)["summary"]
+    assert [(s["name"], s["checkpoint"]) for s in mixed] == [("reinit-1", ckpts[0])]
     assert len(_cached_runs(setup["out"])) == before
 
 

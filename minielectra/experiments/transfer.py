@@ -220,7 +220,8 @@ def measure_row(name: str, row: Row, *, steps: int | None, sizes: Sequence[int],
                 if progress and run:
                     print(f"[transfer] {name} n={size} seed {seed} {arm}: {r['score']:.1f} "
                           f"({r['seconds']:.0f} s)", flush=True)
-    if not run and not runs:  # --report-only: a row (or checkpoint) nothing was measured for
+    if not run and not any(r["arm"] == "pretrained" for r in runs):  # --report-only: a row
+        # or checkpoint nothing was measured for (its random arm may be another row's)
         return None
     return {"name": name, "label": row.label, "pretrain": row.pretrain, "finetune": recipe,
             "pretrain_steps": steps if row.pretrain is not None else None,

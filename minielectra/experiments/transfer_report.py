@@ -75,6 +75,9 @@ def markdown(summary: list[dict], setup: dict) -> str:
         cells = [row["label"], steps, _num(row["disc_auc"], ".3f"), _num(row["minutes"]),
                  f"{rank['pretrained']:.0f} ({rank['random_init']:.0f}) of {rank['dims']}"]
         for s in row["sizes"]:
+            if not s["seeds"]:  # not measured at this size
+                cells += ["-", "-"]
+                continue
             cells.append(f"{_num(s['pretrained'])} / {_num(s['random'])}")
             cells.append(f"**{_num(s['median_gain'], sign=True)}** "
                          f"({_num(s['min_gain'], sign=True)}..{_num(s['max_gain'], sign=True)}, "
