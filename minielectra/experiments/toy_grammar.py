@@ -33,7 +33,7 @@ from ..config import ModelConfig, ObjectiveConfig, RunConfig, TrainConfig
 from ..model.electra import Electra
 from ..objectives.compute import compute
 from ..objectives.flops import train_flops_per_step
-from ..training.optim import AdamWeightDecay, lr_at
+from ..training.optim import AdamWeightDecay, lr_at, set_lr
 from .probe import ridge_fit, ridge_predict
 from .stats import paired_t, sign_flip
 
@@ -164,8 +164,7 @@ def pretrain(words_per_class: int, objective: str, steps: int, *, seed: int,
                       else None, step=step, max_steps=steps)
         opt.zero_grad(set_to_none=True)
         out.loss.backward()
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, schedule)
+        set_lr(opt, lr_at(step, schedule), schedule, step)
         opt.step()
         if step >= steps - max(1, steps // 10):
             tail.append(out.disc_loss.item())
@@ -301,9 +300,10 @@ def figure_series(result: dict) -> list[dict]:
     by_flops = []
     for a in ARMS:
         runs = result["curves"][a]  # per seed: [[flops, accuracy], ...] at the same steps
+        at = range(len(runs[0]))
         by_flops.append({"name": names[a], "x": [f for f, _ in runs[0]],
-                         "y": [statistics.fmean(r[i][1] for r in runs) for i in range(len(runs[0]))],
-                         "err": [_spread([r[i][1] for r in runs]) for i in range(len(runs[0]))]})
+                         "y": [statistics.fmean(r[i][1] for r in runs) for i in at],
+                         "err": [_spread([r[i][1] for r in runs]) for i in at]})
     n = result["words_per_class"]
     return [{"stem": "toy_grammar_probe_vs_words_per_class", "series": by_size, "logx": True,
              "title": "toy grammar: probe accuracy vs words per class (equal FLOPs)",

@@ -237,9 +237,10 @@ def run_transfer(*, rows: Sequence[str] = FINETUNE_ROWS, sizes: Sequence[int] = 
     """Measure ``rows`` (keys of :data:`ROWS`) and write ``OUT/transfer/results.{json,md}`` and
     ``gain_vs_minutes.svg``. Pre-training rows run once per entry of ``pretrain_steps`` (the
     points of the gain-vs-minutes curve); fine-tuning rows once per ``checkpoint`` (several: the
-    kept ``step_K`` checkpoints of one long run are another such curve). ``overrides``: ``finetune.*`` ones go to every
-    fine-tuning run, the others to every pre-training run. ``report_only``: run nothing, report
-    the runs already made (an interrupted experiment's seeds so far)."""
+    kept ``step_K`` checkpoints of one long run are another such curve). ``overrides``:
+    ``finetune.*`` ones go to every fine-tuning run, the others to every pre-training run.
+    ``report_only``: run nothing, report the runs already made (an interrupted experiment's seeds
+    so far)."""
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
         raise ValueError(f"unknown transfer row(s) {unknown}; valid: {sorted(ROWS)}")
