@@ -204,3 +204,20 @@ def test_every_experiment_runs_end_to_end(tiny, name, capsys):
     arms = {r["arm"] for r in out["rows"]}
     assert {a.label for a in EXPERIMENTS[name].arms} <= arms
     assert list((tiny["out"] / name).glob("*.svg"))
+
+
+def test_long_legend_names_wrap_inside_the_chart_and_keep_every_word():
+    import xml.etree.ElementTree as ET
+    ns = "{http://www.w3.org/2000/svg}"
+    names = ["10 epochs, top layer re-initialised", "ELECTRA, generator 1/8 (mini)", "MLM"]
+    chart = ET.fromstring(svg.line_chart(
+        [{"name": n, "x": [1, 2], "y": [50, 60], "err": [0, 0]} for n in names],
+        title="t", xlabel="x", ylabel="y"))
+    legend = [t for t in chart.iter(f"{ns}text") if t.findall(f"{ns}tspan")]
+    assert [" ".join(s.text for s in t.findall(f"{ns}tspan")) for t in legend] == names
+    width = int(chart.get("width"))
+    for t in legend:
+        for line in t.findall(f"{ns}tspan"):  # ~6.5 px a character at font size 12
+            assert float(line.get("x")) + 6.5 * len(line.text) <= width
+    tops = [int(r.get("y")) for r in chart.iter(f"{ns}rect") if r.get("width") == "12"]
+    assert tops == sorted(tops) and tops[2] - tops[1] >= 2 * 14  # a wrapped entry takes 2 rows

@@ -56,9 +56,17 @@ def _range(values: list[float]) -> tuple[float, float]:
 
 
 def _legend(names: list[str]) -> list[str]:
-    return [f'<rect x="{W - RIGHT + 12}" y="{TOP + 18 * i}" width="12" height="12" '
-            f'fill="{COLORS[i % len(COLORS)]}"/><text x="{W - RIGHT + 30}" y="{TOP + 18 * i + 10}">'
-            f'{escape(n)}</text>' for i, n in enumerate(names)]
+    """A swatch and the name, wrapped to the right margin (about 6.5 px a character)."""
+    parts, row = [], 0
+    for i, name in enumerate(names):
+        y = round(TOP + 18 * row)
+        lines = _wrap(name, int((RIGHT - 40) / 6.5))
+        parts.append(f'<rect x="{W - RIGHT + 12}" y="{y}" width="12" height="12" '
+                     f'fill="{COLORS[i % len(COLORS)]}"/><text x="{W - RIGHT + 30}" y="{y + 10}">'
+                     + "".join(f'<tspan x="{W - RIGHT + 30}" dy="{0 if k == 0 else 14}">'
+                               f'{escape(t)}</tspan>' for k, t in enumerate(lines)) + "</text>")
+        row += len(lines) + 0.3 * (len(lines) > 1)
+    return parts
 
 
 def line_chart(series: list[dict], *, title: str, xlabel: str, ylabel: str,
