@@ -17,7 +17,8 @@ checkpoints. Training FLOPs per step are counted from each run's config
     python benchmarks/word_order_curve.py --run "ELECTRA, generator 1/4=runs/electra" \\
         --run "MLM=runs/mlm" --glue-every 4000 --out results/word_order
 
-Prints one JSON document and writes it, with ``word_order_vs_flops.svg``, to ``--out``.
+Prints one JSON document and writes it (``results.json``), a table (``results.md``) and
+``word_order_vs_flops.svg`` to ``--out``.
 """
 
 from __future__ import annotations
@@ -117,6 +118,26 @@ def figure(points: list[dict], control: dict) -> str:
                       hline=(f"random init {mean:.1f}", mean))
 
 
+def markdown(result: dict) -> str:
+    """One row per scored checkpoint, then random init."""
+    control = result["random_init"]
+    lines = ["| run | step | training FLOPs | minutes | held-out | word-order probe (%) | "
+             "GLUE probe avg |", "|---|---|---|---|---|---|---|"]
+    for p in result["points"]:
+        held = p["heldout"]
+        held = (f"AUC {held['disc_auc']:.3f}" if "disc_auc" in held else
+                f"MLM acc {held['mlm_accuracy']:.3f}" if "mlm_accuracy" in held else "")
+        minutes = "" if p["minutes"] is None else f"{p['minutes']:.1f}"
+        glue = f"{p['glue_probe_avg']:.1f}" if "glue_probe_avg" in p else ""
+        lines.append(f"| {p['run']} | {p['step']} | {p['train_flops']:.2e} | {minutes} | {held} | "
+                     f"{p['swap']['mean']:.1f} ± {p['swap']['sd']:.1f} | {glue} |")
+    glue = control["glue_probe_avg"]
+    lines.append(f"| random init ({len(control['swap']['per_seed'])} seeds) | 0 | 0 | | | "
+                 f"{control['swap']['mean']:.1f} ± {control['swap']['sd']:.1f} | "
+                 + (f"{glue['mean']:.1f} ± {glue['sd']:.1f} |" if glue else "|"))
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="append", required=True, metavar="LABEL=DIR",
@@ -154,6 +175,7 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(text + "\n")
         (args.out / "word_order_vs_flops.svg").write_text(figure(points, control))
+        (args.out / "results.md").write_text(markdown(result))
     print(text)
 
 

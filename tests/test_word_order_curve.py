@@ -71,6 +71,10 @@ def test_every_kept_checkpoint_is_scored_at_its_counted_flops(run_dir, glue_slic
     assert len(control["swap"]["per_seed"]) == 2 and len(control["glue_probe_avg"]["per_seed"]) == 2
     svg = (out / "word_order_vs_flops.svg").read_text()
     assert svg.startswith("<svg") and "tiny ELECTRA" in svg and "random init" in svg
+    table = (out / "results.md").read_text().splitlines()
+    assert len(table) == 2 + 2 + 1 and table[-1].startswith("| random init (2 seeds) |")
+    assert table[3].startswith("| tiny ELECTRA | 4 | ")
+    assert f"{points[1]['swap']['mean']:.1f} ± " in table[3]
     assert "[word-order] tiny ELECTRA step 4" in proc.stderr  # progress on stderr, JSON on stdout
 
 
