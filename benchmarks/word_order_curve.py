@@ -18,7 +18,8 @@ checkpoints. Training FLOPs per step are counted from each run's config
         --run "MLM=runs/mlm" --glue-every 4000 --out results/word_order
 
 Prints one JSON document and writes it (``results.json``), a table (``results.md``) and
-``word_order_vs_flops.svg`` to ``--out``.
+``word_order_vs_flops.svg`` to ``--out``. Run again with the same ``--out``, it measures only what
+that ``results.json`` lacks (checkpoints kept since, another run, other settings).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def summary(scores: list[float]) -> dict:
 
 
 def measure_run(label: str, run: Path, *, probe_seeds: int, glue_every: int,
-                max_seq_len: int) -> list[dict]:
+                max_seq_len: int, done: dict[int, dict]) -> list[dict]:
+    """``done``: this run's points of an earlier report, by step (reused, not re-measured)."""
     from minielectra.config import RunConfig
     from minielectra.experiments.transfer import checkpoint_minutes
     from minielectra.model.electra import Electra
@@ -76,11 +78,15 @@ def measure_run(label: str, run: Path, *, probe_seeds: int, glue_every: int,
     points = []
     for i, ckpt in enumerate(checkpoints):
         step = int(ckpt.name.split("_")[1])
+        wants_glue = bool(glue_every) and (step % glue_every == 0 or i == len(checkpoints) - 1)
+        if step in done and wants_glue <= ("glue_probe_avg" in done[step]):
+            points.append(done[step])
+            continue
         model = Electra.from_pretrained(str(ckpt))
         point = {"run": label, "step": step, "train_flops": step * per_step,
                  "minutes": checkpoint_minutes(str(ckpt)), "heldout": heldout_at(run, step),
                  "swap": summary(swap_scores(model, probe_seeds, max_seq_len))}
-        if glue_every and (step % glue_every == 0 or i == len(checkpoints) - 1):
+        if wants_glue:
             point["glue_probe_avg"] = glue_average(model, max_seq_len)
         print(f"[word-order] {label} step {step}: {point['swap']['mean']:.1f}", file=sys.stderr,
               flush=True)
@@ -102,6 +108,24 @@ def random_init(run: Path, *, seeds: int, probe_seeds: int, glue: bool,
         if glue:
             glues.append(glue_average(twin, max_seq_len))
     return {"swap": summary(swaps), "glue_probe_avg": summary(glues) if glues else None}
+
+
+def earlier_report(out: Path | None, *, probe_seeds: int, max_seq_len: int) -> dict:
+    """What ``out/results.json`` already measured the same way: points by (label, run dir) and
+    step, and the random-init control by its first run, seeds and GLUE flag. A run that has kept
+    more checkpoints since is measured at those only."""
+    old = json.loads((out / "results.json").read_text()) if out and (
+        out / "results.json").is_file() else None
+    if old is None or (old["probe_seeds"], old["max_seq_len"]) != (probe_seeds, max_seq_len):
+        return {}
+    found: dict = {}
+    for p in old["points"]:
+        found.setdefault((p["run"], old["runs"][p["run"]]), {})[p["step"]] = p
+    control = old["random_init"]
+    first = next(iter(old["runs"].values()))
+    found[("random init", first, len(control["swap"]["per_seed"]),
+           control["glue_probe_avg"] is not None)] = control
+    return found
 
 
 def figure(points: list[dict], control: dict) -> str:
@@ -162,11 +186,17 @@ def main() -> None:
             raise SystemExit(f"--run {item!r}: {where}/config.json not found (a run directory?)")
         runs.append((label, Path(where)))
     start = time.perf_counter()
+    earlier = earlier_report(args.out, probe_seeds=args.probe_seeds, max_seq_len=args.max_seq_len)
     points = [p for label, run in runs
               for p in measure_run(label, run, probe_seeds=args.probe_seeds,
-                                   glue_every=args.glue_every, max_seq_len=args.max_seq_len)]
-    control = random_init(runs[0][1], seeds=args.random_seeds, probe_seeds=args.probe_seeds,
-                          glue=bool(args.glue_every), max_seq_len=args.max_seq_len)
+                                   glue_every=args.glue_every, max_seq_len=args.max_seq_len,
+                                   done=earlier.get((label, str(run)), {}))]
+    control = earlier.get(("random init", str(runs[0][1]), args.random_seeds,
+                           bool(args.glue_every)))
+    if control is None:
+        control = random_init(runs[0][1], seeds=args.random_seeds,
+                              probe_seeds=args.probe_seeds, glue=bool(args.glue_every),
+                              max_seq_len=args.max_seq_len)
     result = {"runs": {label: str(run) for label, run in runs}, "points": points,
               "random_init": control, "probe_seeds": args.probe_seeds,
               "max_seq_len": args.max_seq_len, "seconds": round(time.perf_counter() - start, 1)}

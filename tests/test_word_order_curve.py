@@ -77,6 +77,14 @@ def test_every_kept_checkpoint_is_scored_at_its_counted_flops(run_dir, glue_slic
     assert f"{points[1]['swap']['mean']:.1f} ± " in table[3]
     assert "[word-order] tiny ELECTRA step 4" in proc.stderr  # progress on stderr, JSON on stdout
 
+    # again with the same --out: nothing is re-measured, the report is the same
+    again = _script(["--run", f"tiny ELECTRA={run_dir}", "--probe-seeds", "2",
+                     "--random-seeds", "2", "--glue-every", "4", "--max-seq-len", "16",
+                     "--out", str(out)], glue_slice_dir, tmp_path)
+    assert again.returncode == 0 and "[word-order]" not in again.stderr, again.stderr
+    repeat = json.loads(again.stdout)
+    assert {**repeat, "seconds": 0} == {**result, "seconds": 0}
+
 
 def test_a_run_that_is_not_a_run_directory_is_named(glue_slice_dir, tmp_path):
     proc = _script(["--run", f"x={tmp_path / 'nowhere'}"], glue_slice_dir, tmp_path)
