@@ -160,4 +160,8 @@ def test_curve_draws_one_line_per_run_of_kept_checkpoints():
     summary = [row("bundled", 38.1, -0.5), row("/x/long/checkpoints/step_0001000", 7.0, -2.0),
                row("/x/long/checkpoints/step_0004000", 28.0, -1.0)]
     drawn = curve(summary, [16])
-    assert drawn.count("10 epochs bundled n=16") == 1 and drawn.count("10 epochs long n=16") == 1
+    import xml.etree.ElementTree as ET
+    ns = "{http://www.w3.org/2000/svg}"
+    legend = [" ".join(s.text for s in t.findall(f"{ns}tspan"))  # wrapped names, rejoined
+              for t in ET.fromstring(drawn).iter(f"{ns}text") if t.findall(f"{ns}tspan")]
+    assert legend == ["10 epochs bundled n=16", "10 epochs long n=16"]
