@@ -48,14 +48,15 @@ def glue_average(model, max_seq_len: int) -> float:
     return sum(p["score"] for p in scores.values()) / len(scores)
 
 
-def heldout_at(run: Path, step: int) -> dict:
-    """The run's held-out evaluation of ``step`` (``metrics.jsonl``), without its clock."""
+def heldout_by_step(run: Path) -> dict[int, dict]:
+    """The run's held-out evaluations (``metrics.jsonl``) by step, without their clock."""
+    evals = {}
     for line in (run / "metrics.jsonl").read_text().splitlines():
         entry = json.loads(line) if line.strip() else {}
-        if entry.get("kind") == "eval" and entry.get("step") == step:
-            return {k: v for k, v in entry.items()
-                    if k in ("disc_auc", "gen_accuracy", "mlm_accuracy")}
-    return {}
+        if entry.get("kind") == "eval":
+            evals[entry["step"]] = {k: v for k, v in entry.items()
+                                    if k in ("disc_auc", "gen_accuracy", "mlm_accuracy")}
+    return evals
 
 
 def summary(scores: list[float]) -> dict:
@@ -75,7 +76,7 @@ def measure_run(label: str, run: Path, *, probe_seeds: int, glue_every: int,
                           if re.fullmatch(r"step_\d+", c.name)), key=lambda c: c.name)
     if not checkpoints:
         raise SystemExit(f"{run}/checkpoints holds no step_K checkpoint")
-    points = []
+    points, heldout = [], heldout_by_step(run)  # read once, not once per checkpoint
     for i, ckpt in enumerate(checkpoints):
         step = int(ckpt.name.split("_")[1])
         wants_glue = bool(glue_every) and (step % glue_every == 0 or i == len(checkpoints) - 1)
@@ -84,7 +85,7 @@ def measure_run(label: str, run: Path, *, probe_seeds: int, glue_every: int,
             continue
         model = Electra.from_pretrained(str(ckpt))
         point = {"run": label, "step": step, "train_flops": step * per_step,
-                 "minutes": checkpoint_minutes(str(ckpt)), "heldout": heldout_at(run, step),
+                 "minutes": checkpoint_minutes(str(ckpt)), "heldout": heldout.get(step, {}),
                  "swap": summary(swap_scores(model, probe_seeds, max_seq_len))}
         if wants_glue:
             point["glue_probe_avg"] = glue_average(model, max_seq_len)
