@@ -17,9 +17,11 @@ checkpoints. Training FLOPs per step are counted from each run's config
     python benchmarks/word_order_curve.py --run "ELECTRA, generator 1/4=runs/electra" \\
         --run "MLM=runs/mlm" --glue-every 4000 --out results/word_order
 
-Prints one JSON document and writes it (``results.json``), a table (``results.md``) and
-``word_order_vs_flops.svg`` to ``--out``. Run again with the same ``--out``, it measures only what
-that ``results.json`` lacks (checkpoints kept since, another run, other settings).
+Prints one JSON document and writes it (``results.json``), a table (``results.md``),
+``word_order_vs_flops.svg`` and, for ELECTRA runs, ``auc_vs_step.svg`` (the held-out AUC at
+every evaluation in ``metrics.jsonl``) to ``--out``. Run again with the same ``--out``, it
+measures only what that ``results.json`` lacks (checkpoints kept since, another run, other
+settings).
 """
 
 from __future__ import annotations
@@ -143,6 +145,26 @@ def figure(points: list[dict], control: dict) -> str:
                       hline=(f"random init {mean:.1f}", mean))
 
 
+def auc_curves(runs: list[tuple[str, Path]]) -> dict[str, list[list[float]]]:
+    """Every held-out evaluation of each ELECTRA run (``metrics.jsonl``): ``[[step, AUC], ...]``
+    by label; an MLM run (no discriminator) has none and is left out."""
+    curves = {}
+    for label, run in runs:
+        points = [[step, e["disc_auc"]] for step, e in sorted(heldout_by_step(run).items())
+                  if "disc_auc" in e]
+        if points:
+            curves[label] = points
+    return curves
+
+
+def auc_figure(curves: dict[str, list[list[float]]]) -> str:
+    from minielectra.experiments.svg import line_chart
+    series = [{"name": label, "x": [s for s, _ in pts], "y": [a for _, a in pts],
+               "err": [0.0] * len(pts)} for label, pts in curves.items()]
+    return line_chart(series, title="Held-out discriminator ROC-AUC along pre-training",
+                      xlabel="step", ylabel="held-out ROC-AUC", hline=("chance 0.5", 0.5))
+
+
 def markdown(result: dict) -> str:
     """One row per scored checkpoint, then random init."""
     control = result["random_init"]
@@ -198,8 +220,9 @@ def main() -> None:
         control = random_init(runs[0][1], seeds=args.random_seeds,
                               probe_seeds=args.probe_seeds, glue=bool(args.glue_every),
                               max_seq_len=args.max_seq_len)
+    curves = auc_curves(runs)
     result = {"runs": {label: str(run) for label, run in runs}, "points": points,
-              "random_init": control, "probe_seeds": args.probe_seeds,
+              "heldout_auc": curves, "random_init": control, "probe_seeds": args.probe_seeds,
               "max_seq_len": args.max_seq_len, "seconds": round(time.perf_counter() - start, 1)}
     text = json.dumps(result, indent=2)
     if args.out:
@@ -207,6 +230,8 @@ def main() -> None:
         (args.out / "results.json").write_text(text + "\n")
         (args.out / "word_order_vs_flops.svg").write_text(figure(points, control))
         (args.out / "results.md").write_text(markdown(result))
+        if curves:
+            (args.out / "auc_vs_step.svg").write_text(auc_figure(curves))
     print(text)
 
 

@@ -354,3 +354,50 @@ def test_sequence_longer_than_positions_is_refused():
     model = Electra(tiny_config(max_position_embeddings=8))
     with pytest.raises(ValueError, match="max_position_embeddings"):
         model.discriminator(torch.ones(1, 9, dtype=torch.long))
+
+
+# --------------------------------------------------------------------- position initialisation
+
+def test_sinusoids_depend_on_the_offset_only():
+    from minielectra.model.transformer import sinusoids
+    table = sinusoids(40, 16)  # (n, d)
+    assert table.shape == (40, 16)
+    torch.testing.assert_close(table[0, 0::2], torch.zeros(8))  # sin(0)
+    torch.testing.assert_close(table[0, 1::2], torch.ones(8))  # cos(0)
+    gram = table @ table.T  # (n, n)
+    for offset in (1, 3, 7):
+        diagonal = torch.diagonal(gram, offset)
+        torch.testing.assert_close(diagonal, diagonal[0].expand_as(diagonal), atol=1e-4, rtol=0)
+    # at a model's width, nearer positions are more alike than far ones
+    wide = sinusoids(40, 128) @ sinusoids(40, 128).T
+    assert wide[10, 10] > wide[10, 11] > wide[10, 13] > wide[10, 20] > wide[10, 35]
+    assert sinusoids(5, 7).shape == (5, 7)  # an odd width keeps its last sine
+
+
+@pytest.mark.parametrize("tying", ["none", "embeddings", "gdes"])
+def test_sinusoidal_position_init_every_table_same_std(tying):
+    from minielectra.model.transformer import sinusoids
+    torch.manual_seed(0)
+    model = Electra(tiny_config(position_init="sinusoidal", tying=tying))
+    tables = [m.position.weight for m in model.modules()
+              if type(m).__name__ == "Embeddings"]
+    assert len(tables) == (2 if tying == "none" else 1)
+    expected = sinusoids(64, 16)
+    for table in tables:
+        assert abs(float(table.detach().std()) - 0.02) < 1e-4  # the other weights' std
+        torch.testing.assert_close(table / table.std(), expected / expected.std())
+    # the default is the official one: the normal init, no structure over positions
+    torch.manual_seed(0)
+    plain = Electra(tiny_config(tying=tying))
+    first = [m.position.weight for m in plain.modules() if type(m).__name__ == "Embeddings"][0]
+    assert not torch.allclose(first / first.std(), expected / expected.std(), atol=0.1)
+    # the word tables are drawn exactly as without the option
+    torch.testing.assert_close(model.discriminator.encoder.embeddings.word.weight
+                               if tying != "gdes" else model.generator.encoder.embeddings.word.weight,
+                               plain.discriminator.encoder.embeddings.word.weight
+                               if tying != "gdes" else plain.generator.encoder.embeddings.word.weight)
+
+
+def test_position_init_is_checked():
+    with pytest.raises(ValueError, match="position_init"):
+        Electra(tiny_config(position_init="rope"))

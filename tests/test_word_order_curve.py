@@ -69,6 +69,10 @@ def test_every_kept_checkpoint_is_scored_at_its_counted_flops(run_dir, glue_slic
     assert "glue_probe_avg" not in points[0] and "glue_probe_avg" in points[1]  # step 4 only
     control = result["random_init"]
     assert len(control["swap"]["per_seed"]) == 2 and len(control["glue_probe_avg"]["per_seed"]) == 2
+    assert result["heldout_auc"] == {"tiny ELECTRA": [[s, evals[s]["disc_auc"]]
+                                                       for s in sorted(evals)]}
+    auc_svg = (out / "auc_vs_step.svg").read_text()
+    assert auc_svg.startswith("<svg") and "tiny ELECTRA" in auc_svg and "chance 0.5" in auc_svg
     svg = (out / "word_order_vs_flops.svg").read_text()
     assert svg.startswith("<svg") and "tiny ELECTRA" in svg and "random init" in svg
     table = (out / "results.md").read_text().splitlines()

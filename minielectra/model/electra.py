@@ -31,7 +31,7 @@ from torch import nn
 from ..config import ModelConfig, ObjectiveConfig
 from . import checkpoint
 from .gdes import ResidualEmbeddings
-from .transformer import Embeddings, Encoder, init_weights
+from .transformer import Embeddings, Encoder, init_sinusoidal_positions, init_weights
 
 # ----------------------------------------------------------------------------- 1. masking
 
@@ -284,6 +284,8 @@ class Electra(nn.Module):
 
     def reset_parameters(self) -> None:
         init_weights(self, self.config.initializer_range)
+        if self.config.position_init == "sinusoidal":
+            init_sinusoidal_positions(self, self.config.initializer_range)
         # The official code leaves these two at TF's default, Glorot uniform.
         generator = [self.generator.encoder.embed_proj] if self.generator is not None else []
         for m in (self.discriminator.encoder.embed_proj, *generator,

@@ -9,6 +9,8 @@ very same one (weight tying, paper section 3.2).
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -99,3 +101,28 @@ def init_weights(module: nn.Module, std: float = 0.02) -> None:
         elif isinstance(m, nn.LayerNorm):
             nn.init.ones_(m.weight)
             nn.init.zeros_(m.bias)
+
+
+def sinusoids(n: int, d: int) -> torch.Tensor:
+    """Vaswani et al. 2017, sec. 3.5: row p is ``sin, cos(p / 10000^(2i/d))`` interleaved, (n, d).
+
+    The dot product of rows p and q is a sum of ``cos((p - q) / 10000^(2i/d))``: it depends on the
+    offset p - q only, largest at 0 and falling off with distance."""
+    position = torch.arange(n, dtype=torch.float32)[:, None]  # (n, 1)
+    inv_freq = torch.exp(-math.log(10000.0) * torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angles = position * inv_freq  # (n, ceil(d/2))
+    table = torch.zeros(n, d)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles[:, : d // 2])
+    return table
+
+
+@torch.no_grad()
+def init_sinusoidal_positions(module: nn.Module, std: float = 0.02) -> None:
+    """Start every :class:`Embeddings` position table below ``module`` as sinusoids with the
+    other weights' ``std`` (so that, after the embedding LayerNorm, position weighs as much as
+    word identity, as with the normal init)."""
+    for m in module.modules():
+        if isinstance(m, Embeddings):
+            table = sinusoids(*m.position.weight.shape)
+            m.position.weight.copy_(table / table.std() * std)
