@@ -64,6 +64,8 @@ ROWS: dict[str, Row] = {
     "pt-mask-0.25": Row("pre-train: masking rate 25%", ("objective.mask_prob=0.25",), EPOCHS_10),
     "pt-no-unmasking": Row("pre-train: every selected token masked (BabyBERTa)",
                            ("objective.mask_token_prob=1.0",), EPOCHS_10),
+    "pt-sinusoidal": Row("pre-train: position table started as sinusoids",
+                         ("model.position_init=sinusoidal",), EPOCHS_10),
 }
 FINETUNE_ROWS = ("paper", "epochs-10", "epochs-20", "reinit-1", "adam")
 # The bundled checkpoint's pre-training time: its model card's 1321 s + 965 s on this machine.
