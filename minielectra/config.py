@@ -53,8 +53,8 @@ class ModelConfig:
     # code). "sinusoidal": Vaswani et al.'s sines and cosines (2017, sec. 3.5), scaled to the same
     # std; still learned. Their dot products depend on the offset between two positions only, so
     # "look at my neighbour" is one pattern to learn instead of one per position: on `mini` the
-    # discriminator starts comparing neighbours about 1,700 steps sooner (README, "What makes
-    # small pre-training pay").
+    # discriminator starts comparing neighbours 1,500-2,000 steps sooner (README, "Where the
+    # position table starts").
     position_init: Literal["normal", "sinusoidal"] = "normal"
     # Generator width as a fraction of the discriminator's: hidden, heads and FFN are scaled, the
     # depth is not (the official code keeps all 12 layers). 1/4 is ELECTRA-Small; 1.0 is Small++.
