@@ -165,3 +165,22 @@ def test_curve_draws_one_line_per_run_of_kept_checkpoints():
     legend = [" ".join(s.text for s in t.findall(f"{ns}tspan"))  # wrapped names, rejoined
               for t in ET.fromstring(drawn).iter(f"{ns}text") if t.findall(f"{ns}tspan")]
     assert legend == ["10 epochs bundled n=16", "10 epochs long n=16"]
+
+
+def test_random_arms_keep_the_checkpoints_position_init():
+    """A checkpoint pre-trained with a sinusoidal position table is compared with random models
+    that start the same way: the transfer experiment's twin and fine-tuning's from_scratch."""
+    from minielectra.model.transformer import sinusoids
+    from minielectra.tasks.classifier import FinetuneConfig, build_classifier
+    from minielectra.tasks.glue import get_task
+    cfg = ModelConfig(vocab_size=64, embedding_size=8, hidden_size=16, num_layers=1, num_heads=2,
+                      intermediate_size=32, max_position_embeddings=32, generator_size=0.5,
+                      position_init="sinusoidal")
+    expected = sinusoids(32, 8)
+    expected = expected / expected.std() * cfg.initializer_range
+    twin = transfer.random_twin(Electra(cfg), seed=3)
+    torch.testing.assert_close(twin.discriminator.encoder.embeddings.position.weight.detach(),
+                               expected)
+    torch.manual_seed(0)
+    scratch = build_classifier(Electra(cfg), get_task("sst2"), FinetuneConfig(from_scratch=True))
+    torch.testing.assert_close(scratch.encoder.embeddings.position.weight.detach(), expected)
