@@ -78,6 +78,37 @@ def test_a_shared_run_is_reported_at_each_plans_budget(tiny, monkeypatch):
     assert budgets[("ELECTRA", 20)] == 0.5 and budgets[("ELECTRA", 40)] == 1.0
 
 
+def test_an_identical_run_under_another_arms_name_is_reused_and_relabelled(tiny, monkeypatch):
+    """generator-size's 1/4 arm is efficiency's ELECTRA (the paper's generator): same config,
+    seed and length, so once efficiency has trained it, generator-size uses that directory and
+    reports it under its own arm."""
+    import minielectra.experiments.runs as runs
+    eff = {s.arm: s for s in runner.plan("efficiency", budget=40, budgets=[1.0], **tiny)}
+    trained = eff["ELECTRA"].cfg.train.out_dir
+    assert "electra-40-s0-" in trained
+    before = {s.arm: s.cfg.train.out_dir for s in runner.plan("generator-size", budget=40, **tiny)}
+    assert before["generator 1/4"] != trained  # nothing to reuse yet: its own name
+    (tiny["out"] / "runs").mkdir(parents=True)
+    __import__("pathlib").Path(trained).mkdir()
+    specs = runner.plan("generator-size", budget=40, **tiny)
+    dirs = {s.arm: s.cfg.train.out_dir for s in specs}
+    assert dirs["generator 1/4"] == trained
+    assert dirs["generator 1/8"] == before["generator 1/8"]  # other configs keep their own
+
+    captured = {}
+    monkeypatch.setattr(runner, "execute", lambda spec, judge, **kw: {
+        "arm": "ELECTRA" if spec.cfg.train.out_dir == trained else spec.arm, "seed": spec.seed,
+        "budget": 1.0, "steps": spec.steps, "probe_avg": 0.0, "finetune_avg": None,
+        "train_seconds": 1.0})
+    monkeypatch.setattr(runner, "random_init", lambda *a, **k: {})
+    monkeypatch.setattr(runner, "write_report",
+                        lambda exp, results, controls, **kw: captured.update(results=results)
+                        or {"markdown": "", "files": [], "summary": []})
+    runner._run("generator-size", specs, runs.Judge(("sst2",)), out=tiny["out"], progress=False,
+                setup={})
+    assert [r["arm"] for r in captured["results"]] == [s.arm for s in specs]
+
+
 # ---------------------------------------------------------------------------------- probe
 
 

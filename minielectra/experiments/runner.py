@@ -20,7 +20,7 @@ from ..config import RunConfig, apply_overrides, preset as preset_config
 from ..objectives.flops import counted_flops, train_flops_per_step
 from .probe import tasks_present
 from .report import write_report
-from .runs import Judge, RunSpec, arm_config, execute, random_init
+from .runs import Judge, RunSpec, arm_config, execute, random_init, slug
 from .specs import get_experiment
 
 
@@ -55,9 +55,21 @@ def plan(name: str, *, budget: int | None = None, seeds: int = 1, preset: str = 
             for seed in range(seeds):
                 cfg = arm_config(base, arm.overrides, steps=steps, seed=seed, out_dir=Path("x"))
                 spec = RunSpec(arm.label, seed, fraction, cfg)
-                cfg.train.out_dir = str(Path(out) / "runs" / spec.name)
+                cfg.train.out_dir = str(run_dir(Path(out) / "runs", spec))
                 specs.append(spec)
     return specs
+
+
+def run_dir(runs: Path, spec: RunSpec) -> Path:
+    """``runs/<spec.name>``, or the directory of the same run under another arm's name: the
+    name ends in the config's hash, so ``generator-size``'s 1/4 arm finds ``efficiency``'s
+    ELECTRA runs (the same config, seed and length) instead of training them again."""
+    own = runs / spec.name
+    if own.is_dir():
+        return own
+    content = spec.name[len(slug(spec.arm)):]  # "-<steps>-s<seed>-<hash>"
+    same = sorted(p for p in runs.glob(f"*{content}") if p.is_dir()) if runs.is_dir() else []
+    return same[0] if same else own
 
 
 def flops_check(specs: list[RunSpec]) -> dict[str, dict]:
@@ -118,8 +130,8 @@ def _run(name: str, specs: list[RunSpec], judge: Judge, *, out: Path, progress: 
         if progress:
             print(f"[{name} {i}/{len(specs)}] {spec.arm}, seed {spec.seed}, budget "
                   f"{spec.budget:g} ({spec.steps} steps) -> {spec.cfg.train.out_dir}", flush=True)
-        # a run shared with another plan keeps its own record; its budget is this plan's
-        r = {**execute(spec, judge, progress=progress), "budget": spec.budget}
+        # a run shared with another plan keeps its own record; its arm and budget are this plan's
+        r = {**execute(spec, judge, progress=progress), "arm": spec.arm, "budget": spec.budget}
         results.append(r)
         if progress:
             print(f"    probe avg {r['probe_avg']:.2f}  fine-tune {r['finetune_avg']}  "

@@ -7,7 +7,8 @@ lost), ``pretrain.json`` once pre-training is done, and ``result.json`` once it 
 Re-running skips a run with ``result.json`` (judged the same way; another judge re-scores it),
 judges one with ``pretrain.json`` and resumes any other from its latest checkpoint
 (``pretrain(resume=True)``). Runs are named by their content, so experiments that share a run
-(``table5`` and ``efficiency`` both train ELECTRA and MLM) share its directory.
+(``table5`` and ``efficiency`` both train ELECTRA and MLM) share its directory; the planner
+(:func:`.runner.run_dir`) also finds one trained under another arm's name.
 """
 
 from __future__ import annotations
