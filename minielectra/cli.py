@@ -178,6 +178,17 @@ def _add_convert(sub) -> None:
     p.set_defaults(func=cmd_convert)
 
 
+def shard_arg(text: str) -> tuple[int, int]:
+    """``"2/3"`` -> ``(2, 3)``; argparse turns the ValueError into a usage line naming --shard."""
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise ValueError(text)
+    return int(k), int(n)
+
+
+shard_arg.__name__ = "K/N shard (1 <= K <= N)"  # argparse names the type in its error
+
+
 def _add_experiment(sub, sets: dict) -> None:
     p = sub.add_parser("experiment", help="one of the paper's experiments: runs, table, figures")
     p.add_argument("name", help="efficiency, table5, generator-size, tying, alectra, "
@@ -198,6 +209,10 @@ def _add_experiment(sub, sets: dict) -> None:
                    "per class")
     p.add_argument("--budgets", nargs="*", type=float, help="only these fractions of the "
                    "budget (efficiency: 0.125 0.25 0.5 1; default: all)")
+    p.add_argument("--shard", type=shard_arg, metavar="K/N", help="train only the K-th of N "
+                   "shares of the runs and write no report: start N processes (K = 1..N) to use "
+                   "N cores, then run the command without --shard for the report (default: all runs, "
+                   "then the report)")
     p.add_argument("--probe-tasks", nargs="*", help="default: GLUE tasks in the data dir")
     p.add_argument("--finetune-tasks", nargs="*", help="default: sst2 (if present)")
     p.add_argument("--probe-examples", type=int, default=4000,

@@ -158,7 +158,8 @@ def cmd_experiment(args) -> dict:
                           overrides=args.set,
                           probe_tasks=args.probe_tasks, finetune_tasks=args.finetune_tasks,
                           probe_examples=args.probe_examples,
-                          finetune_examples=args.finetune_examples, budgets=args.budgets)
+                          finetune_examples=args.finetune_examples, budgets=args.budgets,
+                          shard=args.shard)
 
 
 def cmd_lessons(args) -> dict:

@@ -252,3 +252,37 @@ def test_long_legend_names_wrap_inside_the_chart_and_keep_every_word():
             assert float(line.get("x")) + 6.5 * len(line.text) <= width
     tops = [int(r.get("y")) for r in chart.iter(f"{ns}rect") if r.get("width") == "12"]
     assert tops == sorted(tops) and tops[2] - tops[1] >= 2 * 14  # a wrapped entry takes 2 rows
+
+
+def test_shards_split_the_runs_and_the_command_without_shard_writes_the_report(tiny, capsys):
+    """Two `--shard` processes train disjoint halves (each a mix of seeds) and write no report;
+    the plain command then finds every run done, trains nothing and writes it."""
+    specs = runner.plan("generator-size", budget=4, seeds=2, **tiny)
+    halves = [runner.shard_of(specs, k, 2) for k in (1, 2)]
+    assert sorted(s.name for h in halves for s in h) == sorted(s.name for s in specs)
+    assert [s.seed for s in halves[0]] == [0, 0, 1, 1] and [s.seed for s in halves[1]] == [0, 0, 1, 1]
+
+    args = ["experiment", "generator-size", "--budget", "4", "--seeds", "2", "--corpus",
+            tiny["corpus"], "--out", str(tiny["out"]), "--probe-tasks", "sst2", "--finetune-tasks",
+            "--probe-examples", "30", *[a for o in tiny["overrides"] for a in ("--set", o)]]
+    assert main(args + ["--shard", "1/2"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["shard"] == "1/2" and printed["runs"] == 4
+    done = {p.parent.name for p in (tiny["out"] / "runs").glob("*/result.json")}
+    assert done == {s.name for s in halves[0]}
+    assert not (tiny["out"] / "generator-size").exists()  # no report from a shard
+    assert main(args + ["--shard", "2/2"]) == 0
+    capsys.readouterr()
+    stamps = {p: p.stat().st_mtime_ns for p in (tiny["out"] / "runs").glob("*/result.json")}
+    assert len(stamps) == 8
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["runs"] == 8
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing re-trained or re-judged
+    assert (tiny["out"] / "generator-size" / "results.json").exists()
+
+
+@pytest.mark.parametrize("bad", ["0/2", "3/2", "1", "a/b"])
+def test_a_bad_shard_is_a_usage_error_naming_the_option(bad, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["experiment", "efficiency", "--shard", bad])
+    assert e.value.code == 2 and "--shard" in capsys.readouterr().err

@@ -60,6 +60,13 @@ def plan(name: str, *, budget: int | None = None, seeds: int = 1, preset: str = 
     return specs
 
 
+def shard_of(specs: list[RunSpec], k: int, n: int) -> list[RunSpec]:
+    """The k-th (1-based) of n shares, dealt seed by seed so that every share gets a mix of arms
+    (the arms' costs differ) and the first seeds finish first."""
+    order = sorted(range(len(specs)), key=lambda i: (specs[i].seed, i))
+    return [specs[i] for j, i in enumerate(order) if j % n == k - 1]
+
+
 def run_dir(runs: Path, spec: RunSpec) -> Path:
     """``runs/<spec.name>``, or the directory of the same run under another arm's name: the
     name ends in the config's hash, so ``generator-size``'s 1/4 arm finds ``efficiency``'s
@@ -95,7 +102,8 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
                    finetune_tasks: Sequence[str] | None = None, probe_examples: int = 4000,
                    finetune_examples: int = 2000, finetune_overrides: Sequence[str] = (),
                    swap_examples: int = 2000, budgets: Sequence[float] | None = None,
-                   progress: bool = True) -> dict[str, Any]:
+                   shard: tuple[int, int] | None = None, progress: bool = True
+                   ) -> dict[str, Any]:
     """Run (or resume) experiment ``name`` and write its report to ``out/name/``.
 
     ``budget``: steps of the reference arm at the largest budget (default: the preset's
@@ -103,7 +111,13 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
     ``finetune_tasks`` (defaults: every GLUE task with train and dev files in the data dir but
     WNLI, and SST-2), on fixed subsets of ``probe_examples`` / ``finetune_examples``; and the
     English word-order probe (:mod:`.swap_probe`) on ``swap_examples`` sentences (0: off).
+
+    ``shard=(k, n)``: train and judge only the k-th of n interleaved shares of the runs (1-based),
+    and write no report: n processes with the same arguments fill the machine's cores, and the
+    command without ``shard`` then finds every run done and writes the report.
     """
+    if shard is not None and not (len(shard) == 2 and 1 <= shard[0] <= shard[1]):
+        raise ValueError(f"--shard K/N needs 1 <= K <= N, got {'/'.join(map(str, shard))}")
     get_experiment(name)  # an unknown name fails before any work
     present = tasks_present()
     probe_tasks = list(probe_tasks) if probe_tasks is not None else present
@@ -116,7 +130,17 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
     budget = budget or preset_config(preset).train.max_steps
     specs = plan(name, budget=budget, seeds=seeds, preset=preset, corpus=corpus, out=out,
                  overrides=overrides, budgets=budgets)
+    if shard is not None:
+        specs = shard_of(specs, *shard)
     with contextlib.redirect_stdout(sys.stderr):  # stdout: the JSON the CLI prints
+        if shard is not None:
+            for spec in specs:
+                if progress:
+                    print(f"[{name} shard {shard[0]}/{shard[1]}] {spec.arm}, seed {spec.seed} "
+                          f"({spec.steps} steps) -> {spec.cfg.train.out_dir}", flush=True)
+                execute(spec, judge, progress=progress)
+            return {"experiment": name, "shard": f"{shard[0]}/{shard[1]}", "runs": len(specs),
+                    "out": str(out), "next": "the same command without --shard writes the report"}
         return _run(name, specs, judge, out=Path(out), progress=progress,
                     setup={"preset": preset, "corpus": corpus, "budget": budget, "seeds": seeds,
                            "overrides": list(overrides)})
