@@ -166,10 +166,12 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
         for key, what, axis, title in (
                 ("probe_avg", "probe", "train_flops", "training FLOPs"),
                 ("probe_avg", "probe", "train_seconds", "training seconds"),
-                ("finetune_avg", "finetune", "train_flops", "training FLOPs")):
+                ("finetune_avg", "finetune", "train_flops", "training FLOPs"),
+                ("swap_score", "word_order", "train_flops", "training FLOPs")):
             if all(math.isnan(r[key]) for r in trained):
                 continue  # e.g. no fine-tuning task
-            label = "linear-probe average" if what == "probe" else "fine-tuning score"
+            label = {"probe": "linear-probe average", "finetune": "fine-tuning score",
+                     "word_order": "word-order probe"}[what]
             series = [{"name": arm, "x": [r[axis] for r in trained if r["arm"] == arm],
                        "y": [r[key] for r in trained if r["arm"] == arm],
                        "err": [r[key + "_sd"] for r in trained if r["arm"] == arm]}
@@ -189,7 +191,7 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
                                                  hline=hline), out / f"{exp.name}_{what}_vs_{axis}")
         return written
     top = [r for r in rows if r["budget"] == max(x["budget"] for x in rows) or not r["steps"]]
-    metrics = [("probe_avg", "probe average")] + [
+    metrics = [("probe_avg", "probe average"), ("swap_score", "word-order probe")] + [
         (f"finetune_{t}", f"fine-tune {t}") for t in top[0]["finetune_tasks"]]
     series = [{"name": label, "y": [r[k] for r in top], "err": [r[k + "_sd"] for r in top]}
               for k, label in metrics if not any(math.isnan(r[k]) for r in top)]
