@@ -2,6 +2,7 @@
 probe against scikit-learn's ridge, the report's tables, and a tiny run of every experiment."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,7 +90,7 @@ def test_an_identical_run_under_another_arms_name_is_reused_and_relabelled(tiny,
     before = {s.arm: s.cfg.train.out_dir for s in runner.plan("generator-size", budget=40, **tiny)}
     assert before["generator 1/4"] != trained  # nothing to reuse yet: its own name
     (tiny["out"] / "runs").mkdir(parents=True)
-    __import__("pathlib").Path(trained).mkdir()
+    Path(trained).mkdir()
     specs = runner.plan("generator-size", budget=40, **tiny)
     dirs = {s.arm: s.cfg.train.out_dir for s in specs}
     assert dirs["generator 1/4"] == trained

@@ -20,7 +20,7 @@ from ..config import RunConfig, apply_overrides, preset as preset_config
 from ..objectives.flops import counted_flops, train_flops_per_step
 from .probe import tasks_present
 from .report import write_report
-from .runs import Judge, RunSpec, arm_config, execute, random_init, slug
+from .runs import Judge, RunSpec, arm_config, execute, random_init
 from .specs import get_experiment
 
 
@@ -74,8 +74,7 @@ def run_dir(runs: Path, spec: RunSpec) -> Path:
     own = runs / spec.name
     if own.is_dir():
         return own
-    content = spec.name[len(slug(spec.arm)):]  # "-<steps>-s<seed>-<hash>"
-    same = sorted(p for p in runs.glob(f"*{content}") if p.is_dir()) if runs.is_dir() else []
+    same = sorted(p for p in runs.glob(f"*-{spec.content}") if p.is_dir())
     return same[0] if same else own
 
 

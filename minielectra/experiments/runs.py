@@ -63,13 +63,18 @@ class RunSpec:
         return self.cfg.train.max_steps
 
     @property
-    def name(self) -> str:
-        """``<arm>-<steps>-s<seed>-<hash of the config>``: the same run in two experiments
-        (same config, seed and length) is one directory."""
+    def content(self) -> str:
+        """``<steps>-s<seed>-<hash of the config>``: what the run is, whichever arm names it."""
         d = self.cfg.to_dict()
         d["train"] = {**d["train"], "out_dir": ""}
         digest = hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
-        return f"{slug(self.arm)}-{self.steps}-s{self.seed}-{digest}"
+        return f"{self.steps}-s{self.seed}-{digest}"
+
+    @property
+    def name(self) -> str:
+        """``<arm>-<content>``: the same run in two experiments (same config, seed and length)
+        under the same arm is one directory."""
+        return f"{slug(self.arm)}-{self.content}"
 
 
 def slug(text: str) -> str:
