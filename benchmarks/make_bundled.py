@@ -1,0 +1,90 @@
+"""Install a pre-training run's checkpoint as the package's bundled one, and print its card's figures.
+
+    python benchmarks/make_bundled.py --run runs/bundle            # its latest checkpoint
+    python benchmarks/make_bundled.py --run runs/bundle --dry-run  # the figures only
+
+The checkpoint is loaded and written again with :meth:`Electra.save_pretrained` into
+``minielectra/assets/bundled/`` (atomically: a failure leaves the old one in place), with the
+run's ``run_config.json`` and without ``trainer_state.pt`` (the optimiser state a resume needs,
+twice the model's size, of no use to a reader). ``MODEL_CARD.md`` is kept: this script prints, as
+JSON, what the card records, for a person to write into it:
+
+- ``curve``: the held-out discriminator ROC-AUC at every evaluation of the run (``metrics.jsonl``),
+  the table ``minielectra.viz.report.bundled_auc_curve`` reads back from the card;
+- ``evaluate``: ``minielectra evaluate --checkpoint bundled`` on all of its own held-out split
+  (seed 0), the JSON block ``tests/test_bundled.py`` checks reproduces;
+- ``wikitext2``: the same on WikiText-2's held-out documents;
+- ``train_seconds``, ``steps``, ``parameters`` and ``megabytes``.
+"""
+
+from __future__ import annotations
+
+import _env  # noqa: F401  (process settings before torch)
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from minielectra import Electra
+from minielectra.model.checkpoint import save_pretrained
+from minielectra.model.storage import BUNDLED
+from minielectra.training.checkpoints import resolve_checkpoint
+from minielectra.training.evaluate import evaluate
+
+
+def auc_curve(run: Path) -> dict[int, float]:
+    """Held-out AUC by step, from the run's ``metrics.jsonl`` (the last record of a step wins: a
+    resumed run repeats the evaluation it was stopped after)."""
+    curve = {}
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "eval" and "disc_auc" in record:
+            curve[int(record["step"])] = round(record["disc_auc"], 3)
+    return dict(sorted(curve.items()))
+
+
+def train_seconds(run: Path, step: int) -> float | None:
+    """Wall-clock training seconds up to ``step``: the sum over the run's sessions (a resumed
+    run restarts ``elapsed_s`` at zero) of each session's last logged ``elapsed_s``."""
+    total, last, previous_step = 0.0, 0.0, -1
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record.get("kind") != "train" or record["step"] > step:
+            continue
+        if record["step"] <= previous_step:  # a resumed session starts again
+            total += last
+        last, previous_step = record["elapsed_s"], record["step"]
+    return round(total + last, 1) if previous_step >= 0 else None
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", required=True, help="a `minielectra pretrain --out` directory")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the figures of the run's checkpoint, install nothing")
+    args = parser.parse_args(argv)
+    run = Path(args.run)
+    checkpoint = resolve_checkpoint(str(run))  # the latest complete step_K
+    step = int(checkpoint.name.split("_")[-1])
+    model = Electra.from_pretrained(checkpoint)
+    target = checkpoint
+    if not args.dry_run:
+        extra = {"run_config.json": (checkpoint / "run_config.json").read_text()}
+        target = save_pretrained(model, BUNDLED, extra_files=extra)
+    parameters = sum(p.numel() for p in model.parameters())
+    facts = {
+        "checkpoint": str(checkpoint), "installed": None if args.dry_run else str(target),
+        "steps": step, "train_seconds": train_seconds(run, step), "curve": auc_curve(run),
+        "parameters": parameters,
+        "megabytes": round((Path(target) / "model.safetensors").stat().st_size / 1e6, 2),
+        "evaluate": evaluate(str(target), seed=0),
+        "wikitext2": evaluate(str(target), corpus="wikitext-2", seed=0),
+    }
+    json.dump(facts, sys.stdout, indent=2)
+    print()
+    return facts
+
+
+if __name__ == "__main__":
+    main()
