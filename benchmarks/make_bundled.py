@@ -71,7 +71,13 @@ def main(argv: list[str] | None = None) -> dict:
     target = checkpoint
     if not args.dry_run:
         extra = {"run_config.json": (checkpoint / "run_config.json").read_text()}
+        # The directory is replaced as a whole: the card goes back in afterwards, outside
+        # checksums.json (a card is text people edit; the checksums guard weights and vocab).
+        card = BUNDLED / "MODEL_CARD.md"
+        card_text = card.read_text() if card.is_file() else None
         target = save_pretrained(model, BUNDLED, extra_files=extra)
+        if card_text is not None:
+            card.write_text(card_text)
     parameters = sum(p.numel() for p in model.parameters())
     facts = {
         "checkpoint": str(checkpoint), "installed": None if args.dry_run else str(target),
