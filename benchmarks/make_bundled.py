@@ -14,7 +14,7 @@ JSON, what the card records, for a person to write into it:
 - ``evaluate``: ``minielectra evaluate --checkpoint bundled`` on all of its own held-out split
   (seed 0), the JSON block ``tests/test_bundled.py`` checks reproduces;
 - ``wikitext2``: the same on WikiText-2's held-out documents;
-- ``train_seconds``, ``steps``, ``parameters`` and ``megabytes``.
+- ``train_seconds`` (the run's clock at the checkpoint's step, resumed sessions added up), ``steps``, ``parameters`` and ``megabytes``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from minielectra import Electra
+from minielectra.experiments.transfer import checkpoint_minutes
 from minielectra.model.checkpoint import save_pretrained
 from minielectra.model.storage import BUNDLED
 from minielectra.training.checkpoints import resolve_checkpoint
@@ -42,20 +43,6 @@ def auc_curve(run: Path) -> dict[int, float]:
         if record.get("kind") == "eval" and "disc_auc" in record:
             curve[int(record["step"])] = round(record["disc_auc"], 3)
     return dict(sorted(curve.items()))
-
-
-def train_seconds(run: Path, step: int) -> float | None:
-    """Wall-clock training seconds up to ``step``: the sum over the run's sessions (a resumed
-    run restarts ``elapsed_s`` at zero) of each session's last logged ``elapsed_s``."""
-    total, last, previous_step = 0.0, 0.0, -1
-    for line in (run / "metrics.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        if record.get("kind") != "train" or record["step"] > step:
-            continue
-        if record["step"] <= previous_step:  # a resumed session starts again
-            total += last
-        last, previous_step = record["elapsed_s"], record["step"]
-    return round(total + last, 1) if previous_step >= 0 else None
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -81,7 +68,7 @@ def main(argv: list[str] | None = None) -> dict:
     parameters = sum(p.numel() for p in model.parameters())
     facts = {
         "checkpoint": str(checkpoint), "installed": None if args.dry_run else str(target),
-        "steps": step, "train_seconds": train_seconds(run, step), "curve": auc_curve(run),
+        "steps": step, "train_seconds": round(60 * checkpoint_minutes(str(checkpoint)), 1), "curve": auc_curve(run),
         "parameters": parameters,
         "megabytes": round((Path(target) / "model.safetensors").stat().st_size / 1e6, 2),
         "evaluate": evaluate(str(target), seed=0),

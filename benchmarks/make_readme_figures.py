@@ -34,8 +34,8 @@ from minielectra.viz.page import summary, viz_text
 from minielectra.viz.scoring import load_checkpoint, score_text
 
 ROOT = Path(__file__).resolve().parents[1]
-SENTENCE = ("The hurricane moved across the state , passing near Tampa before moving into "
-            "Georgia and dissipating .")
+SENTENCE = ("Despite his financial problems , this was one of the happiest and most peaceful "
+            "periods of his life .")
 SEED = 1
 
 

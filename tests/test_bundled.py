@@ -57,19 +57,20 @@ def test_bundled_figures_reproduce_on_its_held_out_split():
 def test_make_bundled_reads_a_resumed_runs_curve_and_clock(tmp_path):
     """benchmarks/make_bundled.py: the AUC table and the training time the card records come from
     the run's metrics.jsonl; a resumed run restarts its clock, and repeats an evaluation."""
+    from minielectra.experiments.transfer import checkpoint_minutes
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import make_bundled
 
     records = [{"kind": "train", "step": 10, "elapsed_s": 5.0},
-               {"kind": "eval", "step": 10, "disc_auc": 0.51},
+               {"kind": "eval", "step": 10, "disc_auc": 0.51, "elapsed_s": 5.2},
                {"kind": "train", "step": 20, "elapsed_s": 11.0},  # stopped here, resumed from 10
                {"kind": "train", "step": 20, "elapsed_s": 4.0},
-               {"kind": "eval", "step": 20, "disc_auc": 0.6049},
+               {"kind": "eval", "step": 20, "disc_auc": 0.6049, "elapsed_s": 4.2},
                {"kind": "train", "step": 30, "elapsed_s": 9.5},
-               {"kind": "eval", "step": 30, "disc_auc": 0.7}]
+               {"kind": "eval", "step": 30, "disc_auc": 0.7, "elapsed_s": 9.75}]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert make_bundled.auc_curve(tmp_path) == {10: 0.51, 20: 0.605, 30: 0.7}
-    assert make_bundled.train_seconds(tmp_path, 30) == 11.0 + 9.5
-    assert make_bundled.train_seconds(tmp_path, 10) == 5.0
+    (tmp_path / "checkpoints" / "step_0000030").mkdir(parents=True)
+    assert checkpoint_minutes(str(tmp_path / "checkpoints" / "step_0000030")) * 60 == pytest.approx(11.0 + 9.75)
