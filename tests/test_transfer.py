@@ -146,6 +146,9 @@ def test_minutes_of_a_kept_checkpoint_come_from_the_run_clock(tmp_path):
     assert transfer.checkpoint_minutes(str(run / "checkpoints" / "step_1000")) == 5.0
     assert transfer.checkpoint_minutes(str(run / "checkpoints" / "step_2000")) == 10.0
     assert transfer.checkpoint_minutes(str(run / "checkpoints" / "step_3000")) is None
+    assert transfer.checkpoint_minutes(str(run)) is None  # a run dir: its latest, step_3000
+    (run / "checkpoints" / "step_3000").rmdir()
+    assert transfer.checkpoint_minutes(str(run)) == 10.0
     assert transfer.checkpoint_minutes("bundled") == transfer.BUNDLED_MINUTES
 
 

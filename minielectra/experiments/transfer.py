@@ -131,9 +131,9 @@ def finetune_run(model: Electra, *, arm: str, identity: dict, task: str, size: i
 
 def checkpoint_minutes(checkpoint: str) -> float | None:
     """Pre-training minutes behind ``checkpoint``: the bundled model's; a run's record
-    (``pretrain.json``) for its final checkpoint or the run dir; for an earlier ``step_K``
-    checkpoint the run's clock at its evaluation of step K (``metrics.jsonl``, sessions
-    continued with ``--resume`` added up)."""
+    (``pretrain.json``) for its final checkpoint or the run dir; for a ``step_K`` checkpoint
+    (a run dir without the record: its latest) the run's clock at its evaluation of step K
+    (``metrics.jsonl``, sessions continued with ``--resume`` added up)."""
     if str(checkpoint) == "bundled":
         return BUNDLED_MINUTES
     where = Path(str(checkpoint))
@@ -142,6 +142,9 @@ def checkpoint_minutes(checkpoint: str) -> float | None:
         if timing is not None and (record.parent == where
                                    or Path(timing["checkpoint"]).name == where.name):
             return timing["train_seconds"] / 60
+    kept = sorted(where.glob("checkpoints/step_*"), key=lambda p: int(p.name.split("_")[-1]))
+    if kept and re.fullmatch(r"step_\d+", kept[-1].name):  # a `minielectra pretrain --out` dir
+        where = kept[-1]
     step = re.fullmatch(r"step_(\d+)", where.name)
     metrics = where.parent.parent / "metrics.jsonl"
     if step is None or not metrics.is_file():
