@@ -316,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
             result = args.func(args)
     except KeyboardInterrupt as e:  # Ctrl-C: a line, and 130 (128 + SIGINT) as shells expect
         if getattr(e, "checkpoint", None) is not None:
-            again = argv + ([] if "--resume" in argv else ["--resume"])
+            # pretrain continues with --resume; an experiment by running the same command
+            resumes = hasattr(args, "resume") and "--resume" not in argv
+            again = argv + (["--resume"] if resumes else [])
             print(f"minielectra {args.command}: {e}; continue with: "
                   f"{shlex.join(['minielectra', *again])}", file=sys.stderr)
         else:

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import shlex
 import signal
 import subprocess
 import sys
@@ -613,3 +614,20 @@ def test_bundled_evaluates_without_a_data_dir_on_pydocs(monkeypatch, capsys, cap
     from minielectra.training.evaluate import evaluate
     explicit = evaluate("bundled", corpus="pydocs", max_examples=64)
     assert result["disc_auc"] == explicit["disc_auc"] and result["disc_auc"] > 0.7
+
+
+def test_an_interrupted_experiment_names_a_command_that_parses(tmp_path, capsys, monkeypatch):
+    """`experiment` resumes its runs by running the same command: the line after Ctrl-C (or
+    SIGTERM) must not add `--resume`, which it has no option for."""
+    def interrupted(args):
+        e = KeyboardInterrupt(f"interrupted at step 7; checkpoint saved to {tmp_path}")
+        e.checkpoint = tmp_path
+        raise e
+    monkeypatch.setattr(cli, "cmd_experiment", interrupted)
+    argv = ["experiment", "table5", "--budget", "8", "--out", str(tmp_path)]
+    code, _, err = run_cli(capsys, *argv)
+    (line,) = [x for x in err.splitlines() if "continue with" in x]
+    again = shlex.split(line.split("continue with: ")[1])
+    assert code == 130 and again[1:] == argv  # the same command, nothing added
+    cli.build_parser().parse_args(again[1:])  # and it parses
+
