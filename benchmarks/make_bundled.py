@@ -3,7 +3,7 @@
     python benchmarks/make_bundled.py --run runs/bundle            # its latest checkpoint
     python benchmarks/make_bundled.py --run runs/bundle --dry-run  # the figures only
 
-The checkpoint is loaded and written again with :meth:`Electra.save_pretrained` into
+The checkpoint is loaded and written again with ``minielectra.model.checkpoint.save_pretrained`` into
 ``minielectra/assets/bundled/`` (atomically: a failure leaves the old one in place), with the
 run's ``run_config.json`` and without ``trainer_state.pt`` (the optimiser state a resume needs,
 twice the model's size, of no use to a reader). ``MODEL_CARD.md`` is kept: this script prints, as
@@ -14,7 +14,8 @@ JSON, what the card records, for a person to write into it:
 - ``evaluate``: ``minielectra evaluate --checkpoint bundled`` on all of its own held-out split
   (seed 0), the JSON block ``tests/test_bundled.py`` checks reproduces;
 - ``wikitext2``: the same on WikiText-2's held-out documents;
-- ``train_seconds`` (the run's clock at the checkpoint's step, resumed sessions added up), ``steps``, ``parameters`` and ``megabytes``.
+- ``train_seconds`` (the run's clock at the checkpoint's step, resumed sessions added up),
+  ``steps``, ``parameters`` and ``megabytes``.
 """
 
 from __future__ import annotations
@@ -32,17 +33,14 @@ from minielectra.model.checkpoint import save_pretrained
 from minielectra.model.storage import BUNDLED
 from minielectra.training.checkpoints import resolve_checkpoint
 from minielectra.training.evaluate import evaluate
+from minielectra.viz.report import read_metrics, series
 
 
 def auc_curve(run: Path) -> dict[int, float]:
     """Held-out AUC by step, from the run's ``metrics.jsonl`` (the last record of a step wins: a
     resumed run repeats the evaluation it was stopped after)."""
-    curve = {}
-    for line in (run / "metrics.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        if record.get("kind") == "eval" and "disc_auc" in record:
-            curve[int(record["step"])] = round(record["disc_auc"], 3)
-    return dict(sorted(curve.items()))
+    steps, aucs = series(read_metrics(run), "eval", "disc_auc")
+    return dict(sorted({int(s): round(a, 3) for s, a in zip(steps, aucs)}.items()))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -55,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict:
     checkpoint = resolve_checkpoint(str(run))  # the latest complete step_K
     step = int(checkpoint.name.split("_")[-1])
     model = Electra.from_pretrained(checkpoint)
-    target = checkpoint
+    target = checkpoint  # --dry-run: the figures of the run's own checkpoint
     if not args.dry_run:
         extra = {"run_config.json": (checkpoint / "run_config.json").read_text()}
         # The directory is replaced as a whole: the card goes back in afterwards, outside
@@ -65,11 +63,10 @@ def main(argv: list[str] | None = None) -> dict:
         target = save_pretrained(model, BUNDLED, extra_files=extra)
         if card_text is not None:
             card.write_text(card_text)
-    parameters = sum(p.numel() for p in model.parameters())
     facts = {
         "checkpoint": str(checkpoint), "installed": None if args.dry_run else str(target),
-        "steps": step, "train_seconds": round(60 * checkpoint_minutes(str(checkpoint)), 1), "curve": auc_curve(run),
-        "parameters": parameters,
+        "steps": step, "train_seconds": round(60 * checkpoint_minutes(str(checkpoint)), 1),
+        "curve": auc_curve(run), "parameters": sum(p.numel() for p in model.parameters()),
         "megabytes": round((Path(target) / "model.safetensors").stat().st_size / 1e6, 2),
         "evaluate": evaluate(str(target), seed=0),
         "wikitext2": evaluate(str(target), corpus="wikitext-2", seed=0),

@@ -73,4 +73,5 @@ def test_make_bundled_reads_a_resumed_runs_curve_and_clock(tmp_path):
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert make_bundled.auc_curve(tmp_path) == {10: 0.51, 20: 0.605, 30: 0.7}
     (tmp_path / "checkpoints" / "step_0000030").mkdir(parents=True)
-    assert checkpoint_minutes(str(tmp_path / "checkpoints" / "step_0000030")) * 60 == pytest.approx(11.0 + 9.75)
+    step_30 = tmp_path / "checkpoints" / "step_0000030"
+    assert checkpoint_minutes(str(step_30)) * 60 == pytest.approx(11.0 + 9.75)

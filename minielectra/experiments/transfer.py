@@ -142,9 +142,10 @@ def checkpoint_minutes(checkpoint: str) -> float | None:
         if timing is not None and (record.parent == where
                                    or Path(timing["checkpoint"]).name == where.name):
             return timing["train_seconds"] / 60
-    kept = sorted(where.glob("checkpoints/step_*"), key=lambda p: int(p.name.split("_")[-1]))
-    if kept and re.fullmatch(r"step_\d+", kept[-1].name):  # a `minielectra pretrain --out` dir
-        where = kept[-1]
+    kept = sorted((int(m.group(1)), p) for p in where.glob("checkpoints/step_*")
+                  if (m := re.fullmatch(r"step_(\d+)", p.name)))  # not a write's temporary dir
+    if kept:  # a `minielectra pretrain --out` dir: its latest checkpoint
+        where = kept[-1][1]
     step = re.fullmatch(r"step_(\d+)", where.name)
     metrics = where.parent.parent / "metrics.jsonl"
     if step is None or not metrics.is_file():
