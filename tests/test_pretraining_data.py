@@ -508,3 +508,16 @@ def test_real_data_dir_and_path_give_identical_examples(data_dir, tmp_path):
     heldout = build_dataset(open_corpus("wikitext-2", data_dir=data_dir), tokenizer, split="heldout",
                             cache_dir=tmp_path, progress=False, num_workers=1)
     assert 0 < len(heldout) < 0.1 * len(named)
+
+
+
+def test_pool_workers_leave_sigterm_to_its_default(synthetic):
+    """Commands run inside sigterm_raises, whose handler a forked worker inherits; the pool ends
+    its workers with SIGTERM when it closes, and with that handler each worker printed a
+    Terminated traceback on the way out (seen on every `pretrain` that built its examples)."""
+    import signal
+    from minielectra.safeio import sigterm_raises
+    with sigterm_raises():
+        with data_dataset._start_pool(2, synthetic[1], data_examples.BuildSettings(max_seq_len=32)) as pool:
+            handlers = pool.map(signal.getsignal, [signal.SIGTERM] * 4)
+    assert handlers == [signal.SIG_DFL] * 4

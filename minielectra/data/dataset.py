@@ -19,6 +19,7 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import queue
 import shutil
 import sys
@@ -52,6 +53,10 @@ ARRAYS = ("input_ids.npy", "token_type_ids.npy", "lengths.npy")
 # ------------------------------------------------------------------------- chunks in workers
 def _init_worker(tokenizer: WordPieceTokenizer, settings: BuildSettings) -> None:
     global _WORKER
+    # A forked worker inherits the command's SIGTERM handler (safeio.sigterm_raises), but the
+    # pool ends its workers with SIGTERM when it closes: with that handler each would print a
+    # Terminated traceback on the way out. The default action ends them quietly.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _WORKER = (tokenizer, settings)
 
 
