@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import random
+import signal
 import tracemalloc
 import types
 
@@ -23,6 +24,7 @@ from minielectra.data.dataset import batch_iterator, build_dataset
 from minielectra.data.documents import Corpus
 from minielectra.data.examples import ExampleBuilder, pack_examples
 from minielectra.data.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from minielectra.safeio import sigterm_raises
 
 CLS, SEP = 2, 3  # ids in the synthetic vocabulary below (specials first)
 
@@ -515,8 +517,6 @@ def test_pool_workers_leave_sigterm_to_its_default(synthetic):
     """Commands run inside sigterm_raises, whose handler a forked worker inherits; the pool ends
     its workers with SIGTERM when it closes, and with that handler each worker printed a
     Terminated traceback on the way out (seen on every `pretrain` that built its examples)."""
-    import signal
-    from minielectra.safeio import sigterm_raises
     with sigterm_raises():
         with data_dataset._start_pool(2, synthetic[1], data_examples.BuildSettings(max_seq_len=32)) as pool:
             handlers = pool.map(signal.getsignal, [signal.SIGTERM] * 4)

@@ -19,9 +19,9 @@ import json
 import logging
 import multiprocessing
 import os
-import signal
 import queue
 import shutil
+import signal
 import sys
 import threading
 import time
