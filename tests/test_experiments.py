@@ -309,3 +309,12 @@ def test_the_figures_draw_the_word_order_probe_when_it_was_measured(tmp_path, bu
     assert "word-order probe" in drawn and ("probe average" in drawn or "linear-probe" in drawn)
     if len(budgets) > 1:
         assert (tmp_path / "generator-size_word_order_vs_train_flops.svg").exists()
+
+
+def test_arm_config_warmup_is_five_percent_unless_set():
+    from minielectra.config import preset
+    from minielectra.experiments.runs import arm_config
+    base = preset("mini")
+    assert arm_config(base, [], steps=15000, seed=0, out_dir=Path("x")).train.warmup_steps == 750
+    kept = arm_config(base, ["train.warmup_steps=200"], steps=15000, seed=0, out_dir=Path("x"))
+    assert kept.train.warmup_steps == 200 and kept.train.max_steps == 15000

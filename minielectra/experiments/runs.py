@@ -84,11 +84,14 @@ def slug(text: str) -> str:
 def arm_config(base: RunConfig, overrides, *, steps: int, seed: int, out_dir: Path) -> RunConfig:
     """``base`` with the arm's overrides and this run's length, seed and directory. Warmup is
     5% of the steps (the ``nano`` preset's 100 of 2000) so that every budget has the same
-    schedule shape; checkpoints every quarter, for resuming; no wall-clock limit."""
-    cfg = apply_overrides(RunConfig.from_dict(base.to_dict()), list(overrides))
+    schedule shape, unless the overrides set ``train.warmup_steps`` themselves (to repeat a run
+    made with another warmup); checkpoints every quarter, for resuming; no wall-clock limit."""
+    overrides = list(overrides)
+    cfg = apply_overrides(RunConfig.from_dict(base.to_dict()), overrides)
     t = cfg.train
     t.max_steps, t.seed, t.out_dir = steps, seed, str(out_dir)
-    t.warmup_steps = max(1, round(0.05 * steps))
+    if not any(o.split("=", 1)[0].strip() == "train.warmup_steps" for o in overrides):
+        t.warmup_steps = max(1, round(0.05 * steps))
     t.save_every, t.eval_every, t.max_minutes, t.milestones = max(1, steps // 4), 0, 0.0, ()
     t.log_every = min(t.log_every, max(1, steps // 4))
     return cfg.validate()
