@@ -150,6 +150,9 @@ def test_minutes_of_a_kept_checkpoint_come_from_the_run_clock(tmp_path):
     (run / "checkpoints" / "step_3000").rmdir()
     assert transfer.checkpoint_minutes(str(run)) == 10.0
     assert transfer.checkpoint_minutes("bundled") == transfer.BUNDLED_MINUTES
+    # a milestone checkpoint between evaluations: the first log line at or after its step
+    (run / "checkpoints" / "step_1490").mkdir(parents=True)
+    assert transfer.checkpoint_minutes(str(run / "checkpoints" / "step_1490")) == 7.5
 
 
 def test_curve_draws_one_line_per_run_of_kept_checkpoints():

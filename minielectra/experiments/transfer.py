@@ -132,7 +132,8 @@ def finetune_run(model: Electra, *, arm: str, identity: dict, task: str, size: i
 def checkpoint_minutes(checkpoint: str) -> float | None:
     """Pre-training minutes behind ``checkpoint``: the bundled model's; a run's record
     (``pretrain.json``) for its final checkpoint or the run dir; for a ``step_K`` checkpoint
-    (a run dir without the record: its latest) the run's clock at its evaluation of step K
+    (a run dir without the record: its latest) the run's clock at its evaluation of step K,
+    or, for a step that was not evaluated (a milestone), at its first log line at or after K
     (``metrics.jsonl``, sessions continued with ``--resume`` added up)."""
     if str(checkpoint) == "bundled":
         return BUNDLED_MINUTES
@@ -151,6 +152,7 @@ def checkpoint_minutes(checkpoint: str) -> float | None:
     if step is None or not metrics.is_file():
         return None
     offset = last = 0.0
+    first_after = None  # minutes at the first log line at or after step K
     for line in metrics.read_text().splitlines():
         entry = json.loads(line) if line.strip() else {}
         if "elapsed_s" not in entry:
@@ -160,7 +162,9 @@ def checkpoint_minutes(checkpoint: str) -> float | None:
         last = entry["elapsed_s"]
         if entry.get("kind") == "eval" and entry.get("step") == int(step.group(1)):
             return (offset + last) / 60
-    return None
+        if first_after is None and entry.get("step", -1) >= int(step.group(1)):
+            first_after = (offset + last) / 60
+    return first_after
 
 
 def checkpoint_facts(checkpoint: str, out: Path) -> dict:
