@@ -121,6 +121,12 @@ def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
                                   checkpoint=[ckpts[0], gdes], report_only=True,
                                   progress=False, **setup)["summary"]
     assert [(s["name"], s["checkpoint"]) for s in mixed] == [("reinit-1", ckpts[0])]
+    # --set with an option the row sets too (as when pre-training rows are fine-tuned with
+    # reinit-1's recipe): it counts once, so the row finds the same runs
+    twice = {**setup, "overrides": setup["overrides"] + ["finetune.reinit_layers=1"]}
+    dup = transfer.run_transfer(rows=["reinit-1"], sizes=[16], seeds=2, checkpoint=[ckpts[0]],
+                                report_only=True, progress=False, **twice)["summary"]
+    assert dup[0]["sizes"][0]["gains"] == mixed[0]["sizes"][0]["gains"]
     assert len(_cached_runs(setup["out"])) == before
 
 

@@ -216,7 +216,8 @@ def measure_row(name: str, row: Row, *, steps: int | None, sizes: Sequence[int],
     ranks = {"pretrained": effective_rank(word_embeddings(model.discriminator.encoder.embeddings)),
              "random_init": effective_rank(word_embeddings(twin.discriminator.encoder.embeddings)),
              "dims": model.config.embedding_size}
-    recipe = list(finetune_overrides) + list(row.finetune)
+    # an option given both by --set and by the row counts once (the runs' cache keys agree)
+    recipe = list(dict.fromkeys(list(finetune_overrides) + list(row.finetune)))
     identity = {"pretrained": _digest(facts["checkpoint"]), "random": shape_key(twin)}
     runs = []
     for size in sizes:
