@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .config import apply_overrides, preset
+from .config import apply_overrides, override_keys, preset
 from .safeio import refuse_overwrite
 from .usage import next_commands, time_cap_note
 
@@ -26,7 +26,7 @@ def pretrain_config(args: argparse.Namespace):
              "train.compile": True if args.compile else None}
     overrides = [f"{k}={v}" for k, v in flags.items() if v is not None]
     cfg = apply_overrides(cfg, overrides + list(args.set))
-    given = {o.split("=", 1)[0].strip() for o in overrides + list(args.set)}
+    given = override_keys(overrides + list(args.set))
     if args.preset in GPU_PRESETS and _on_gpu(cfg.train.device):
         defaults = {k: v for k, v in ON_GPU.items() if k not in given}
         if defaults.get("train.precision") == "bf16" and not _bf16_ok():

@@ -337,6 +337,11 @@ def preset(name: str) -> RunConfig:
     return apply_overrides(cfg, overrides)
 
 
+def override_keys(overrides) -> set[str]:
+    """The ``section.key`` names that ``section.key=value`` strings set."""
+    return {o.partition("=")[0].strip() for o in overrides}
+
+
 def apply_overrides(cfg: RunConfig, overrides: list[str]) -> RunConfig:
     """Apply ``section.key=value`` strings, type-checked against the dataclass field types."""
     sections = sorted(f.name for f in dataclasses.fields(cfg) if dataclasses.is_dataclass(

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ..config import RunConfig, apply_overrides
+from ..config import RunConfig, apply_overrides, override_keys
 from ..model.electra import Electra
 from ..objectives.flops import run_flops, train_flops_per_step
 from ..tasks.finetune import finetune
@@ -90,7 +90,7 @@ def arm_config(base: RunConfig, overrides, *, steps: int, seed: int, out_dir: Pa
     cfg = apply_overrides(RunConfig.from_dict(base.to_dict()), overrides)
     t = cfg.train
     t.max_steps, t.seed, t.out_dir = steps, seed, str(out_dir)
-    if not any(o.split("=", 1)[0].strip() == "train.warmup_steps" for o in overrides):
+    if "train.warmup_steps" not in override_keys(overrides):
         t.warmup_steps = max(1, round(0.05 * steps))
     t.save_every, t.eval_every, t.max_minutes, t.milestones = max(1, steps // 4), 0, 0.0, ()
     t.log_every = min(t.log_every, max(1, steps // 4))

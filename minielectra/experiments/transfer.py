@@ -151,7 +151,7 @@ def checkpoint_minutes(checkpoint: str) -> float | None:
     metrics = where.parent.parent / "metrics.jsonl"
     if step is None or not metrics.is_file():
         return None
-    offset = last = 0.0
+    k, offset, last = int(step.group(1)), 0.0, 0.0
     first_after = None  # minutes at the first log line at or after step K
     for line in metrics.read_text().splitlines():
         entry = json.loads(line) if line.strip() else {}
@@ -160,9 +160,9 @@ def checkpoint_minutes(checkpoint: str) -> float | None:
         if entry["elapsed_s"] < last:  # a resumed session's clock starts again at 0
             offset += last
         last = entry["elapsed_s"]
-        if entry.get("kind") == "eval" and entry.get("step") == int(step.group(1)):
+        if entry.get("kind") == "eval" and entry.get("step") == k:
             return (offset + last) / 60
-        if first_after is None and entry.get("step", -1) >= int(step.group(1)):
+        if first_after is None and entry.get("step", -1) >= k:
             first_after = (offset + last) / 60
     return first_after
 

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..config import override_keys
 from ..data.tokenizer import WordPieceTokenizer
 from ..model.electra import Electra
 from ..training.checkpoints import resolve_checkpoint
@@ -158,7 +159,7 @@ def _tokenizer(pretrained: Electra, cfg: FinetuneConfig):
 def _configs(overrides: Sequence[str], max_positions: int) -> tuple[FinetuneConfig, SquadConfig]:
     """The GLUE recipe, SQuAD's length and epochs unless ``--set`` says otherwise."""
     squad, rest = split_overrides(overrides)
-    given = {o.partition("=")[0].strip() for o in rest}
+    given = override_keys(rest)
     defaults = [f"finetune.{k}={v}" for k, v in RECIPE.items() if f"finetune.{k}" not in given]
     cfg = apply_finetune_overrides(FinetuneConfig(), defaults + list(rest))
     if cfg.shuffle_buffer:  # the official stream is only reproduced for GLUE's loop
