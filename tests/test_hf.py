@@ -200,6 +200,25 @@ def test_export_import_round_trip_recovers_tying(tmp_path, tying):
     assert (back.generator.encoder is back.discriminator.encoder) == (tying == "all")
 
 
+def test_the_objective_travels_with_an_export(tmp_path):
+    from minielectra.config import ObjectiveConfig
+    model = Electra(ours("emb=hidden", "embeddings").config,
+                    ObjectiveConfig(mask_token_prob=1.0, temperature=0.5))
+    hf.export(model, tmp_path / "hf")
+    assert hf.load(tmp_path / "hf", Electra).objective == model.objective
+    # a transformers dir without the key (google's): the paper's objective
+    for d in ("discriminator", "generator"):
+        config = json.loads((tmp_path / "hf" / d / "config.json").read_text())
+        config.pop(hf.OBJECTIVE_KEY)
+        (tmp_path / "hf" / d / "config.json").write_text(json.dumps(config))
+    assert hf.load(tmp_path / "hf", Electra).objective == ObjectiveConfig()
+    config[hf.OBJECTIVE_KEY] = {"mask_tokn_prob": 1.0}
+    (tmp_path / "hf" / "generator" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=r"generator/config.json: minielectra_objective: "
+                       r".*objective.mask_tokn_prob"):
+        hf.load(tmp_path / "hf" / "generator", Electra)
+
+
 def test_convert_both_directions(tmp_path):
     disc, gen = hf_pair("emb<hidden")
     disc.save_pretrained(tmp_path / "hf" / "discriminator")

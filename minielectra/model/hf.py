@@ -22,6 +22,7 @@ it sits below :mod:`.electra`; the ``convert`` command is :mod:`.convert`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -32,7 +33,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from ..config import ModelConfig, Tying
+from ..config import ModelConfig, ObjectiveConfig, Tying, _from_dict
 from ..safeio import read_json
 from .storage import (CheckpointError, atomic_dir, check_state, load_tokenizer,
                       write_error)
@@ -62,6 +63,10 @@ CONFIG_NAMES = {"vocab_size": "vocab_size", "embedding_size": "embedding_size",
                 "layer_norm_eps": "layer_norm_eps", "initializer_range": "initializer_range",
                 "pad_token_id": "pad_token_id"}
 SPECIAL_TOKENS = {"cls_token_id": "[CLS]", "sep_token_id": "[SEP]", "mask_token_id": "[MASK]"}
+# How the pair was pre-trained (masking, temperature), which transformers has no field for: our
+# export writes it under this key and `load` reads it back, so a model written and read again
+# corrupts text as it did (google's checkpoints have none: the paper's objective).
+OBJECTIVE_KEY = "minielectra_objective"
 
 # ------------------------------------------------------------------------ 1. the name mapping
 
@@ -192,6 +197,15 @@ def config_from_hf(disc: dict | None, gen: dict | None, *, tying: Tying,
     return cfg
 
 
+def _objective(config: dict, directory: Path) -> ObjectiveConfig:
+    """The pre-training objective our export wrote into ``config.json``, else the paper's."""
+    try:
+        return _from_dict(ObjectiveConfig, config.get(OBJECTIVE_KEY, {}), prefix="objective.")
+    except (KeyError, ValueError) as e:
+        raise CheckpointError(f"{directory}/config.json: {OBJECTIVE_KEY}: "
+                              f"{e.args[0] if e.args else e}") from None
+
+
 def _check_generator_shape(cfg: ModelConfig, gen: dict) -> None:
     """Our generator is the discriminator scaled in width only; refuse any other shape."""
     derived = cfg.generator()
@@ -307,7 +321,7 @@ def load(path: str | Path, model_class: type[nn.Module], *,
     first = (disc or gen)[0]  # its vocab.txt is the tokenizer
     cfg = config_from_hf(disc[1] if disc else None, gen[1] if gen else None, tying=tying,
                          vocab=first / "vocab.txt")
-    model = model_class(cfg)
+    model = model_class(cfg, _objective((disc or gen)[1], first))
     for role, (d, _, state) in found.items():
         net = getattr(model, role)
         net.load_state_dict(from_hf_state(state, net, role, source=str(d)))
@@ -341,7 +355,8 @@ def export(model: nn.Module, path: str | Path) -> Path:
         for name, net, cfg, role in nets:
             out = tmp / name
             out.mkdir()
-            (out / "config.json").write_text(json.dumps(hf_config(cfg, role), indent=2) + "\n")
+            config = hf_config(cfg, role) | {OBJECTIVE_KEY: dataclasses.asdict(model.objective)}
+            (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
             # transformers refuses safetensors files without this metadata.
             try:
                 save_file(to_hf_state(net, role), out / "model.safetensors",
