@@ -34,9 +34,9 @@ from minielectra.viz.page import summary, viz_text
 from minielectra.viz.scoring import load_checkpoint, score_text
 
 ROOT = Path(__file__).resolve().parents[1]
-SENTENCE = ("Despite his financial problems , this was one of the happiest and most peaceful "
-            "periods of his life .")
-SEED = 1
+SENTENCE = ("Although this was a minor post , in normal times it would have been at least the "
+            "start of an official career .")
+SEED = 0
 
 
 def candidates(data_dir: Path, tokenizer, *, limit: int = 400) -> list[str]:

@@ -128,6 +128,22 @@ def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
                                 report_only=True, progress=False, **twice)["summary"]
     assert dup[0]["sizes"][0]["gains"] == mixed[0]["sizes"][0]["gains"]
     assert len(_cached_runs(setup["out"])) == before
+    # Cached runs follow the weights, not the path: a copy of a checkpoint finds its runs, and
+    # the same path holding another checkpoint (bundled after an upgrade, a resumed run) finds
+    # that one's
+    import shutil
+    moving = setup["out"].parent / "moving"
+    by_path = {}
+    for ckpt in ckpts:
+        shutil.rmtree(moving, ignore_errors=True)
+        shutil.copytree(ckpt, moving)
+        by_path[ckpt] = transfer.run_transfer(rows=["reinit-1"], sizes=[16], seeds=2,
+                                              checkpoint=[str(moving)], report_only=True,
+                                              progress=False, **setup)["summary"][0]
+    for k, ckpt in enumerate(ckpts):
+        assert by_path[ckpt]["sizes"][0]["gains"] == again[2 + k]["sizes"][0]["gains"]
+        assert by_path[ckpt]["disc_auc"] == again[2 + k]["disc_auc"]
+    assert len(_cached_runs(setup["out"])) == before
 
 
 def test_unknown_rows_and_bad_counts_are_one_clear_error(setup):

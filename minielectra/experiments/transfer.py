@@ -10,7 +10,8 @@ records what the diagnostics of ``benchmarks/diagnose_transfer.py`` found to mat
 effective rank of the word embeddings, the held-out discriminator ROC-AUC, and the pre-training
 minutes on this machine.
 
-Every fine-tuning run is a file (``OUT/transfer/finetune/<hash>.json``) and every pre-training run
+Every fine-tuning run is a file (``OUT/transfer/finetune/<hash>.json``, the hash of what determines
+it: the pre-trained weights themselves, not their path) and every pre-training run
 a resumable run directory (:mod:`.runs`), so an interrupted experiment continues where it stopped
 and rows that share a run (the random-init arm of rows with the same fine-tuning recipe and
 shape) compute it once. The report (JSON, Markdown, SVG): :mod:`.transfer_report`.
@@ -105,6 +106,17 @@ def shape_key(twin: Electra) -> dict:
             "vocab": None if tok is None else [tok.vocab_hash, tok.lowercase]}
 
 
+def weights_key(model: Electra) -> str:
+    """What a pre-trained arm depends on: its weights, config and vocabulary, not the path they
+    were read from (a path can hold another checkpoint later: ``bundled`` after an upgrade, a run
+    directory continued with ``--resume``), so a cached result is never another model's."""
+    h = hashlib.sha1(json.dumps(shape_key(model), sort_keys=True, default=str).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:12]
+
+
 def finetune_run(model: Electra, *, arm: str, identity: dict, task: str, size: int, seed: int,
                  overrides: Sequence[str], cache: Path, run: bool = True) -> dict | None:
     """One fine-tuning run (cached by what determines it): score, final loss, seconds. With
@@ -168,11 +180,11 @@ def checkpoint_minutes(checkpoint: str) -> float | None:
     return first_after
 
 
-def checkpoint_facts(checkpoint: str, out: Path) -> dict:
+def checkpoint_facts(checkpoint: str, out: Path, key: str) -> dict:
     """Held-out AUC (``minielectra evaluate``, 512 examples) and pre-training minutes
-    (:func:`checkpoint_minutes`) of a given checkpoint, cached."""
+    (:func:`checkpoint_minutes`) of a given checkpoint, cached under its :func:`weights_key`."""
     from ..training.evaluate import evaluate
-    path = out / f"checkpoint-{slug(str(checkpoint))}.json"
+    path = out / f"checkpoint-{slug(str(checkpoint))}-{key}.json"
     done = _read(path)
     if done is not None:
         return done
@@ -190,7 +202,8 @@ def pretrained_row(row: Row, *, checkpoint: str, preset: str, steps: int,
     None for a pre-training run that has not finished."""
     if row.pretrain is None:
         model, _ = open_checkpoint(checkpoint)
-        return model, {"checkpoint": str(checkpoint), **checkpoint_facts(checkpoint, out)}
+        return model, {"checkpoint": str(checkpoint),
+                       **checkpoint_facts(checkpoint, out, weights_key(model))}
     cfg = arm_config(preset_config(preset), list(overrides) + list(row.pretrain), steps=steps,
                      seed=0, out_dir=Path("x"))
     spec = RunSpec(row.label, 0, 1.0, cfg)
@@ -219,7 +232,7 @@ def measure_row(name: str, row: Row, *, steps: int | None, sizes: Sequence[int],
              "dims": model.config.embedding_size}
     # an option given both by --set and by the row counts once (the runs' cache keys agree)
     recipe = list(dict.fromkeys(list(finetune_overrides) + list(row.finetune)))
-    identity = {"pretrained": _digest(facts["checkpoint"]), "random": shape_key(twin)}
+    identity = {"pretrained": weights_key(model), "random": shape_key(twin)}
     runs = []
     for size in sizes:
         for seed in range(seeds):
