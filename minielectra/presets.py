@@ -63,8 +63,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # generator shape (1/8 here, between nano's 1/32 and the paper's 1/4). Its discriminator's AUC
     # creeps to ~0.66 for 4000 steps and then climbs to ~0.86 (benchmarks/bench_learning_curve.py).
     # The bundled checkpoint (minielectra/assets/bundled) is this preset with the paper's 1/4
-    # generator and 15,000 steps: a lower AUC against its stronger generator, but better word
-    # order and few-label fine-tuning (its MODEL_CARD.md).
+    # generator, 15,000 steps and every selected token masked (objective.mask_token_prob=1.0):
+    # a lower AUC against its stronger generator, but better word order and few-label
+    # fine-tuning (its MODEL_CARD.md).
     "mini": {
         "model.vocab_size": 4096, "data.vocab_size": 4096,
         "model.embedding_size": 128, "model.hidden_size": 128, "model.num_layers": 2,
