@@ -192,7 +192,14 @@ def test_curve_draws_one_line_per_run_of_kept_checkpoints():
     ns = "{http://www.w3.org/2000/svg}"
     legend = [" ".join(s.text for s in t.findall(f"{ns}tspan"))  # wrapped names, rejoined
               for t in ET.fromstring(drawn).iter(f"{ns}text") if t.findall(f"{ns}tspan")]
-    assert legend == ["10 epochs bundled n=16", "10 epochs long n=16"]
+    # one recipe: it is in the title, and each line is named by its run
+    assert legend == ["bundled n=16", "long n=16"]
+    assert "Fine-tuning gain over random init (10 epochs)" in drawn
+    summary.append({**row("/x/other", 5.0, 1.0), "label": "20 epochs"})
+    legend = [" ".join(s.text for s in t.findall(f"{ns}tspan"))
+              for t in ET.fromstring(curve(summary, [16])).iter(f"{ns}text")
+              if t.findall(f"{ns}tspan")]
+    assert legend == ["10 epochs bundled n=16", "10 epochs long n=16", "20 epochs other n=16"]
 
 
 def test_random_arms_keep_the_checkpoints_position_init():

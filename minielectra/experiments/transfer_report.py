@@ -101,6 +101,9 @@ def curve(summary: list[dict], sizes: Sequence[int]) -> str:
     """Median gain vs pre-training minutes: one line per pre-training recipe (and run, for a
     fine-tuning row's checkpoints) and size."""
     series = []
+    # one recipe for every line (the checkpoints of runs): it goes in the title, not each name
+    labels = {row["label"] for row in summary if row["minutes"] is not None}
+    one = len(labels) == 1 and all(_source(row) for row in summary)
     for n in sizes:
         groups: dict[tuple[str, str], list] = {}
         for row in summary:
@@ -111,13 +114,15 @@ def curve(summary: list[dict], sizes: Sequence[int]) -> str:
                 groups.setdefault((row["label"], _source(row)), []).append((row["minutes"], s))
         for (label, source), points in groups.items():
             points.sort(key=lambda p: p[0])
-            name = f"{label[:18]}{' ' + source[:16] if source else ''} n={n}"
+            name = (f"{source[:24]} n={n}" if one
+                    else f"{label[:18]}{' ' + source[:16] if source else ''} n={n}")
             series.append({"name": name, "x": [p[0] for p in points],
                            "y": [p[1]["median_gain"] for p in points],
                            "err": [p[1]["gain_sd"] for p in points]})
     if not series:
         return ""
-    return svg.line_chart(series, title="Fine-tuning gain over random init",
+    title = "Fine-tuning gain over random init" + (f" ({labels.pop()})" if one else "")
+    return svg.line_chart(series, title=title,
                           xlabel="pre-training minutes (this machine)",
                           ylabel="median paired gain (points; bars: sd)", hline=("no gain", 0.0))
 
