@@ -65,6 +65,10 @@ ROWS: dict[str, Row] = {
     "pt-mask-0.25": Row("pre-train: masking rate 25%", ("objective.mask_prob=0.25",), EPOCHS_10),
     "pt-no-unmasking": Row("pre-train: every selected token masked (BabyBERTa)",
                            ("objective.mask_token_prob=1.0",), EPOCHS_10),
+    "pt-extra-norm": Row("pre-train: LTG-BERT's extra LayerNorms", ("model.extra_norm=true",),
+                         EPOCHS_10),
+    "pt-vocab-8k": Row("pre-train: 8,192-piece vocabulary (BabyBERTa's 8k)",
+                       ("data.vocab_size=8192", "model.vocab_size=8192"), EPOCHS_10),
     "pt-sinusoidal": Row("pre-train: position table started as sinusoids",
                          ("model.position_init=sinusoidal",), EPOCHS_10),
 }

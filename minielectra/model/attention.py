@@ -68,7 +68,7 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, hidden_size: int, num_heads: int, *, dropout: float = 0.1,
-                 impl: str = "sdpa"):
+                 impl: str = "sdpa", merged_norm_eps: float | None = None):
         super().__init__()
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size {hidden_size} not divisible by num_heads {num_heads}")
@@ -79,6 +79,9 @@ class MultiHeadAttention(nn.Module):
         self.impl = impl
         self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
         self.out = nn.Linear(hidden_size, hidden_size)
+        # model.extra_norm: a LayerNorm on the merged heads, before the output projection
+        self.merged_norm = (nn.LayerNorm(hidden_size, eps=merged_norm_eps)
+                          if merged_norm_eps is not None else None)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``x`` (b, n, d), ``mask`` (b, 1, 1, n) boolean from :func:`padding_mask` -> (b, n, d)."""
@@ -90,4 +93,5 @@ class MultiHeadAttention(nn.Module):
                                                  dropout_p=p)
         else:
             ctx = reference_attention(q, k, v, mask, dropout=p, training=self.training)
-        return self.out(rearrange(ctx, "b h n e -> b n (h e)"))
+        merged = rearrange(ctx, "b h n e -> b n (h e)")  # (b, n, d)
+        return self.out(merged if self.merged_norm is None else self.merged_norm(merged))

@@ -345,6 +345,9 @@ def export(model: nn.Module, path: str | Path) -> Path:
         raise ValueError("model.share_layers=true (ALECTRA) has no transformers ELECTRA "
                          "equivalent (one weight set per layer there); keep it in minielectra's "
                          "format")
+    if model.config.extra_norm:
+        raise ValueError("model.extra_norm=true adds LayerNorms that transformers' ELECTRA does "
+                         "not have; keep it in minielectra's format")
     path = Path(path)
     with atomic_dir(path) as tmp:
         nets = [("discriminator", model.discriminator, model.config, "discriminator")]

@@ -52,10 +52,14 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d = cfg.hidden_size
+        extra_eps = cfg.layer_norm_eps if cfg.extra_norm else None  # model.extra_norm
         self.attn = MultiHeadAttention(d, cfg.num_heads, dropout=cfg.attention_dropout,
-                                       impl=cfg.attention)
+                                       impl=cfg.attention, merged_norm_eps=extra_eps)
         self.attn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.ffn_in = nn.Linear(d, cfg.intermediate_size)
+        # model.extra_norm: a LayerNorm on the FFN's activations, before its second layer
+        self.ffn_mid_norm = (nn.LayerNorm(cfg.intermediate_size, eps=cfg.layer_norm_eps)
+                             if cfg.extra_norm else None)
         self.ffn_out = nn.Linear(cfg.intermediate_size, d)
         self.ffn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.dropout)
@@ -63,6 +67,8 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         x = self.attn_norm(x + self.dropout(self.attn(x, mask)))  # (b, n, d)
         h = F.gelu(self.ffn_in(x))  # exact (erf) GELU, as the official code
+        if self.ffn_mid_norm is not None:
+            h = self.ffn_mid_norm(h)  # (b, n, f)
         return self.ffn_norm(x + self.dropout(self.ffn_out(h)))  # (b, n, d)
 
 
