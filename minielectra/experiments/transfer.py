@@ -202,12 +202,13 @@ def checkpoint_facts(checkpoint: str, out: Path, key: str) -> dict:
 def pretrained_row(row: Row, *, checkpoint: str, preset: str, steps: int,
                    overrides: Sequence[str], out: Path, progress: bool,
                    run: bool = True) -> tuple[Electra, dict] | None:
-    """The row's pre-trained model and its facts (AUC, minutes, steps); with ``run=False``,
-    None for a pre-training run that has not finished."""
+    """The row's pre-trained model and its facts (AUC, minutes, steps, :func:`weights_key`);
+    with ``run=False``, None for a pre-training run that has not finished."""
     if row.pretrain is None:
         model, _ = open_checkpoint(checkpoint)
-        return model, {"checkpoint": str(checkpoint),
-                       **checkpoint_facts(checkpoint, out, weights_key(model))}
+        key = weights_key(model)  # hashed once: the facts' cache and every fine-tuning run's
+        return model, {"checkpoint": str(checkpoint), "weights_key": key,
+                       **checkpoint_facts(checkpoint, out, key)}
     cfg = arm_config(preset_config(preset), list(overrides) + list(row.pretrain), steps=steps,
                      seed=0, out_dir=Path("x"))
     spec = RunSpec(row.label, 0, 1.0, cfg)
@@ -216,8 +217,8 @@ def pretrained_row(row: Row, *, checkpoint: str, preset: str, steps: int,
         return None
     done = pretrain_run(spec, progress=progress)
     model = Electra.from_pretrained(done["checkpoint"])
-    return model, {"checkpoint": done["checkpoint"], "steps": done["steps"],
-                   "disc_auc": done["heldout"].get("disc_auc"),
+    return model, {"checkpoint": done["checkpoint"], "weights_key": weights_key(model),
+                   "steps": done["steps"], "disc_auc": done["heldout"].get("disc_auc"),
                    "minutes": done["train_seconds"] / 60}
 
 
@@ -236,7 +237,7 @@ def measure_row(name: str, row: Row, *, steps: int | None, sizes: Sequence[int],
              "dims": model.config.embedding_size}
     # an option given both by --set and by the row counts once (the runs' cache keys agree)
     recipe = list(dict.fromkeys(list(finetune_overrides) + list(row.finetune)))
-    identity = {"pretrained": weights_key(model), "random": shape_key(twin)}
+    identity = {"pretrained": facts["weights_key"], "random": shape_key(twin)}
     runs = []
     for size in sizes:
         for seed in range(seeds):
