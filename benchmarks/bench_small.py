@@ -21,7 +21,7 @@ Prints one JSON object; ``readme_rows`` are the README table's lines.
 
 from __future__ import annotations
 
-import _env  # noqa: F401  (process settings before torch)
+import minielectra  # noqa: F401  (first: its import sets OMP_WAIT_POLICY before torch loads)
 
 import argparse
 import itertools
@@ -111,7 +111,7 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--steps", type=int, default=20, help="steps per timed round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--peak-tflops", type=float, help="the device's peak, for MFU (a measured "
-                    "one: benchmarks/gpu_check.py measures it in stage 1)")
+                    "one: tools/gpu_check.py measures it in stage 1)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a config override (the dry run shrinks the model with these)")
     return ap.parse_args(argv)

@@ -43,7 +43,7 @@ import sys
 import time
 from types import SimpleNamespace
 
-import _env  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch)
+import minielectra  # noqa: F401  (first: its import sets OMP_WAIT_POLICY before torch loads)
 import torch
 import torch.nn.functional as F
 from peak import matmul_peak

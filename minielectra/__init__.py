@@ -8,7 +8,7 @@ import os
 
 # Idle OpenMP threads sleep instead of spinning. Must be set before torch is first imported. On the
 # 2-core machines this project is tuned on, spinning threads made `nano` ~10x slower whenever one
-# other busy process shared the CPU (benchmarks/bench_learning_curve.py). Set it yourself to override.
+# other busy process shared the CPU (research/learning_curve.py). Set it yourself to override.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .config import (DataConfig, ModelConfig, ObjectiveConfig, RunConfig, TrainConfig,

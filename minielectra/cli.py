@@ -6,10 +6,10 @@ command     library function                                 prints
 prepare     :func:`minielectra.data.prepare.prepare`         JSON: shards and sizes
 pretrain    :func:`minielectra.training.loop.pretrain`       held-out metrics, checkpoint path
 evaluate    :func:`minielectra.training.evaluate.evaluate`   JSON metrics
-finetune    :func:`minielectra.tasks.finetune.finetune`      JSON score(s)
-glue        :func:`minielectra.tasks.suite.run_glue`         JSON (table on stderr)
-predict     :func:`minielectra.tasks.predict.run_predict`    JSON predictions
-squad-eval  :func:`minielectra.tasks.squad_eval.run_squad_eval`  JSON: the official SQuAD scores
+finetune    :func:`minielectra.finetune.run.finetune`        JSON score(s)
+glue        :func:`minielectra.finetune.glue.suite.run_glue`         JSON (table on stderr)
+predict     :func:`minielectra.finetune.predict.run_predict`    JSON predictions
+squad-eval  :func:`minielectra.finetune.squad.eval.run_squad_eval`  JSON: the official SQuAD scores
 convert     :func:`minielectra.model.convert.convert`        the output directory
 experiment  :func:`minielectra.experiments.runner.run_experiment`  JSON summary (tables: OUT/NAME)
 viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``  an HTML page, or JSON records
@@ -192,12 +192,12 @@ shard_arg.__name__ = "K/N shard (1 <= K <= N)"  # argparse names the type in its
 def _add_experiment(sub, sets: dict) -> None:
     p = sub.add_parser("experiment", help="one of the paper's experiments: runs, table, figures")
     p.add_argument("name", help="efficiency, table5, generator-size, tying, alectra, "
-                   "procedures, toy-grammar, transfer")
+                   "procedures, toy-grammar")
     p.add_argument("--budget", type=int, help="steps of the reference ELECTRA at the largest "
                    "budget (default: the preset's train.max_steps); other arms get equal FLOPs")
     p.add_argument("--seeds", type=int, help="pre-training (and fine-tuning) seeds "
                    "(default 1; toy-grammar 4)")
-    p.add_argument("--preset", help=f"one of {sorted(PRESETS)} (default nano; transfer: mini)")
+    p.add_argument("--preset", help=f"one of {sorted(PRESETS)} (default nano)")
     p.add_argument("--corpus", help="pre-training corpus (default: the preset's)")
     p.add_argument("--out", help="runs in OUT/runs, report in OUT/NAME (default experiments; "
                    "toy-grammar: its report in OUT, default experiments/toy-grammar)")
@@ -220,17 +220,6 @@ def _add_experiment(sub, sets: dict) -> None:
     p.add_argument("--finetune-examples", type=int, default=2000,
                    help="training sentences of each fine-tuning run")
     p.add_argument("--set", **sets)
-    t = p.add_argument_group("transfer (fine-tuning gain over random init)")
-    t.add_argument("--rows", nargs="+", help="rows to measure (default: the fine-tuning ones)")
-    t.add_argument("--sizes", type=int, nargs="+", default=[2000, 8000],
-                   help="SST-2 training sentences (default 2000 8000)")
-    t.add_argument("--checkpoint", nargs="+", default=["bundled"],
-                   help="for the fine-tuning rows; several (e.g. a run's kept step_K "
-                   "checkpoints) make a gain-vs-minutes curve")
-    t.add_argument("--pretrain-steps", type=int, nargs="+", default=[1000],
-                   help="budgets of the pre-training rows (the curve's points)")
-    t.add_argument("--report-only", action="store_true",
-                   help="run nothing: report the runs made so far")
     p.set_defaults(func=cmd_experiment)
 
 

@@ -82,9 +82,9 @@ def shipped_checkpoint(args) -> str:
 
 
 def cmd_finetune(args) -> dict:
-    from .tasks.finetune import finetune
-    from .tasks.summary import finetune_summary
-    from .tasks.userdata import Columns
+    from .finetune.run import finetune
+    from .finetune.summary import finetune_summary
+    from .finetune.owndata.data import Columns
     columns = Columns(args.text_column, args.text_pair_column, args.label_column)
     checkpoint = shipped_checkpoint(args)
     flags = [f"finetune.long_text={args.long_text}", f"finetune.keep_epoch={args.keep_epoch}"]
@@ -98,7 +98,7 @@ def cmd_finetune(args) -> dict:
 
 
 def cmd_glue(args) -> dict:
-    from .tasks.suite import run_glue
+    from .finetune.glue.suite import run_glue
     checkpoint = shipped_checkpoint(args)
     result = run_glue(checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
                       out=args.out, overrides=args.set, save_models=args.save_models,
@@ -108,8 +108,8 @@ def cmd_glue(args) -> dict:
 
 
 def cmd_predict(args) -> dict:
-    from .tasks.predict import run_predict
-    from .tasks.squad_predict import is_qa_model, run_answer
+    from .finetune.predict import run_predict
+    from .finetune.squad.predict import is_qa_model, run_answer
     if is_qa_model(args.model):  # a SQuAD model: QUESTION PASSAGE
         return run_answer(args.model, args.sentences, file=args.file)
     if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
@@ -121,7 +121,7 @@ def cmd_predict(args) -> dict:
 
 
 def cmd_squad_eval(args) -> dict:
-    from .tasks.squad_eval import run_squad_eval
+    from .finetune.squad.eval import run_squad_eval
     return run_squad_eval(args.data, args.predictions, na_prob_file=args.na_prob_file,
                           na_prob_thresh=args.na_prob_thresh)
 
@@ -135,13 +135,6 @@ def cmd_convert(args) -> dict:
 
 
 def cmd_experiment(args) -> dict:
-    if args.name == "transfer":  # its own runner: minielectra.experiments.transfer
-        from .experiments.transfer import FINETUNE_ROWS, run_transfer
-        return run_transfer(rows=args.rows or FINETUNE_ROWS, sizes=args.sizes,
-                            seeds=args.seeds or 1, checkpoint=args.checkpoint,
-                            preset=args.preset or "mini", pretrain_steps=args.pretrain_steps,
-                            out=args.out or "experiments", overrides=args.set,
-                            report_only=args.report_only)
     if args.name == "toy-grammar":
         from .experiments.toy_grammar import run_toy_grammar
         from .training.device import choose_device

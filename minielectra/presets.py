@@ -30,7 +30,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.eval_every": 10_000, "train.out_dir": "runs/base",
     },
     # CPU presets: tuned for held-out discriminator AUC per wall-clock minute on 2 cores (measured
-    # in benchmarks/bench_learning_curve.py). The objective is the paper's; size, data and
+    # in research/learning_curve.py). The objective is the paper's; size, data and
     # optimisation differ, each for a measured reason:
     # - data.max_seq_len=16: before a discriminator has learned *where* to look, its attention is
     #   ~uniform, i.e. an average over the whole sequence; over 16 tokens that average is a local
@@ -61,7 +61,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # mini: nano's model on real English, twice the sequence length, 4x the steps, the paper's
     # generator shape (1/8 here, between nano's 1/32 and the paper's 1/4). Its discriminator's AUC
-    # creeps to ~0.66 for 4000 steps and then climbs to ~0.86 (benchmarks/bench_learning_curve.py).
+    # creeps to ~0.66 for 4000 steps and then climbs to ~0.86 (research/learning_curve.py).
     # The bundled checkpoint (minielectra/assets/bundled) is this preset with the paper's 1/4
     # generator, 15,000 steps and every selected token masked (objective.mask_token_prob=1.0):
     # a lower AUC against its stronger generator, but better word order and few-label

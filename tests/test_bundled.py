@@ -55,12 +55,12 @@ def test_bundled_figures_reproduce_on_its_held_out_split():
 
 
 def test_make_bundled_reads_a_resumed_runs_curve_and_clock(tmp_path):
-    """benchmarks/make_bundled.py: the AUC table and the training time the card records come from
+    """tools/make_bundled.py: the AUC table and the training time the card records come from
     the run's metrics.jsonl; a resumed run restarts its clock, and repeats an evaluation."""
-    from minielectra.experiments.transfer import checkpoint_minutes
+    from minielectra.training.checkpoints import checkpoint_minutes
     import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
     import make_bundled
 
     records = [{"kind": "train", "step": 10, "elapsed_s": 5.0},

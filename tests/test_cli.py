@@ -16,10 +16,12 @@ import torch
 from sklearn import metrics as skm
 
 from minielectra.cli import main
-from minielectra.tasks import glue
-from minielectra.tasks import metrics as glue_metrics
-from minielectra.tasks import predict as pr
-from minielectra.tasks import saved as saved_model
+from minielectra.finetune import task as ftask
+from minielectra.finetune.glue import data as glue
+from minielectra.finetune import metrics as glue_metrics
+from minielectra.finetune.glue import table as glue_table
+from minielectra.finetune import predict as pr
+from minielectra.finetune import saved as saved_model
 
 pytestmark = pytest.mark.integration
 

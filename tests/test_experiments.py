@@ -125,7 +125,7 @@ def test_ridge_probe_matches_scikit_learn():
 
 
 def test_probe_separates_a_separable_task_and_not_noise():
-    from minielectra.tasks.glue import get_task
+    from minielectra.finetune.glue.data import get_task
     g = torch.Generator().manual_seed(0)
     labels = torch.randint(2, (400,), generator=g)
     x = torch.randn(400, 8, generator=g) + 3.0 * labels[:, None].float()

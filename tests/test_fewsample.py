@@ -1,4 +1,4 @@
-"""Few-sample fine-tuning options (minielectra.tasks.fewsample): re-initialising the top layers."""
+"""Few-sample fine-tuning options (minielectra.finetune.fewsample): re-initialising the top layers."""
 
 import gzip
 
@@ -9,9 +9,9 @@ import torch
 from minielectra.config import ModelConfig
 from minielectra.model.electra import Electra
 from minielectra.model.transformer import Block, init_weights
-from minielectra.tasks import classifier, fewsample
-from minielectra.tasks import finetune as ft
-from minielectra.tasks.glue import get_task
+from minielectra.finetune import classifier, fewsample
+from minielectra.finetune import run as ft_run, train as ft
+from minielectra.finetune.glue.data import get_task
 
 
 def tiny(seed=0, **kw):
@@ -93,7 +93,7 @@ def test_finetune_applies_reinit_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setattr(ft, "train_classifier", lambda m, *a, **k: (
         seen.append([p.detach().clone() for p in m.encoder.layers[2].parameters()]),
         train(m, *a, **k))[1])
-    r = ft.finetune(model, "sst2", data_dir=tmp_path, progress=False, save_model=False,
+    r = ft_run.finetune(model, "sst2", data_dir=tmp_path, progress=False, save_model=False,
                     overrides=["finetune.reinit_layers=1", "finetune.epochs=1",
                                "finetune.max_seq_len=16"])
     assert r["config"]["reinit_layers"] == 1

@@ -1,4 +1,4 @@
-"""GLUE fine-tuning (minielectra.tasks.finetune): the recipe's pieces against closed forms and
+"""GLUE fine-tuning (minielectra.finetune.train): the recipe's pieces against closed forms and
 references, then short end-to-end runs on tiny random models.
 
 End-to-end runs use either synthetic data written here or slices of the real GLUE files
@@ -20,12 +20,13 @@ from minielectra.data.tokenizer import WordPieceTokenizer
 from minielectra.model import checkpoint as model_checkpoint
 from minielectra.model import hf
 from minielectra.model.electra import Electra
-from minielectra.tasks import classifier
-from minielectra.tasks import finetune as ft
-from minielectra.tasks import glue
-from minielectra.tasks import predict as pr
-from minielectra.tasks import saved as saved_model
-from minielectra.tasks import suite as tasks_suite
+from minielectra.finetune import classifier
+from minielectra.finetune import run as ft_run, train as ft
+from minielectra.finetune import task as ftask
+from minielectra.finetune.glue import data as glue
+from minielectra.finetune import predict as pr
+from minielectra.finetune import saved as saved_model
+from minielectra.finetune.glue import suite as tasks_suite
 
 FAST = ["finetune.eval_batch_size=64"]
 
@@ -137,8 +138,8 @@ def test_classifier_copies_the_discriminator_encoder(pretrained):
 
 def test_dynamic_padding_changes_nothing(pretrained, char_tokenizer):
     model = classifier.build_classifier(pretrained, glue.get_task("mrpc"), classifier.FinetuneConfig()).eval()
-    enc = classifier.encode(char_tokenizer, [glue.Example("a short one", "b", 0),
-                                     glue.Example("a much longer first sentence", "and more", 1)],
+    enc = classifier.encode(char_tokenizer, [ftask.Example("a short one", "b", 0),
+                                     ftask.Example("a much longer first sentence", "and more", 1)],
                     128)
     batch = classifier.collate(enc, char_tokenizer.pad_id)
     assert batch["input_ids"].shape == (2, len(enc[1][0]))
@@ -259,12 +260,12 @@ def toy_sst2(tmp_path_factory):
 
 def test_finetune_learns_and_is_deterministic(pretrained, toy_sst2, tmp_path):
     overrides = FAST + ["finetune.epochs=4", "finetune.learning_rate=2e-3"]
-    r = ft.finetune(pretrained, "sst2", data_dir=toy_sst2, overrides=overrides, seed=3,
+    r = ft_run.finetune(pretrained, "sst2", data_dir=toy_sst2, overrides=overrides, seed=3,
                     progress=False, out=tmp_path / "run")
     assert r["task"] == "sst2" and r["metric"] == "accuracy" and r["metric_key"] == "accuracy"
     assert r["score"] >= 90.0, r  # a random-init head on a random encoder sits near 50
     assert r["runs"][0]["steps"] == 4 * math.ceil(256 / 32)
-    again = ft.finetune(pretrained, "sst2", data_dir=toy_sst2, overrides=overrides, seed=3,
+    again = ft_run.finetune(pretrained, "sst2", data_dir=toy_sst2, overrides=overrides, seed=3,
                         progress=False)
     assert again["score"] == r["score"]
     assert again["runs"][0]["final_train_loss"] == r["runs"][0]["final_train_loss"]
@@ -283,7 +284,7 @@ def test_finetune_learns_and_is_deterministic(pretrained, toy_sst2, tmp_path):
 def test_official_shuffle_buffer_trains_the_same_number_of_steps(pretrained, toy_sst2):
     overrides = FAST + ["finetune.epochs=4", "finetune.learning_rate=2e-3",
                         "finetune.shuffle_buffer=100"]
-    r = ft.finetune(pretrained, "sst2", data_dir=toy_sst2, overrides=overrides, seed=3,
+    r = ft_run.finetune(pretrained, "sst2", data_dir=toy_sst2, overrides=overrides, seed=3,
                     progress=False)
     assert r["runs"][0]["steps"] == 4 * math.ceil(256 / 32) and r["score"] >= 90.0, r
     with pytest.raises(ValueError, match="shuffle_buffer"):
@@ -291,7 +292,7 @@ def test_official_shuffle_buffer_trains_the_same_number_of_steps(pretrained, toy
 
 
 def test_seeds_give_the_median(pretrained, toy_sst2, tmp_path):
-    r = ft.finetune(pretrained, "sst2", data_dir=toy_sst2, seeds=3, seed=0, progress=False,
+    r = ft_run.finetune(pretrained, "sst2", data_dir=toy_sst2, seeds=3, seed=0, progress=False,
                     max_train_examples=64, overrides=FAST + ["finetune.epochs=1"],
                     out=tmp_path, keep_all_models=True)
     assert r["seeds"] == [0, 1, 2] and len(r["scores"]) == 3
@@ -346,7 +347,7 @@ def test_sum_makes_the_first_update_batch_size_times_the_means(pretrained, char_
     """With a huge Adam eps the update is lr * 0.1 * g / eps, linear in the gradient g, so one
     step on 4 examples moves the weights exactly 4x further with the official sum."""
     task = glue.get_task("sst2")
-    ex = [glue.Example(t, None, y) for t, y in [("yes a cat", 1), ("no dog", 0),
+    ex = [ftask.Example(t, None, y) for t, y in [("yes a cat", 1), ("no dog", 0),
                                                 ("yes the sun", 1), ("no rain.", 0)]]
     enc = classifier.encode(char_tokenizer, ex, 32)
     data = ft.TaskData(enc, [e.label for e in ex], enc, [e.label for e in ex], 4, 4)
@@ -374,15 +375,15 @@ def test_missing_tokenizer_and_too_long_sequences_are_errors(char_tokenizer, toy
     bare = tiny_electra(char_tokenizer)
     bare.tokenizer = None
     with pytest.raises(ValueError, match="finetune.vocab"):
-        ft.finetune(bare, "sst2", data_dir=toy_sst2, progress=False)
+        ft_run.finetune(bare, "sst2", data_dir=toy_sst2, progress=False)
     with pytest.raises(ValueError, match="max_position_embeddings"):
-        ft.finetune(bare, "sst2", data_dir=toy_sst2, progress=False,
+        ft_run.finetune(bare, "sst2", data_dir=toy_sst2, progress=False,
                     overrides=["finetune.max_seq_len=512"])
 
 
 @pytest.mark.integration
 def test_stsb_regression_and_mrpc_doubling_on_real_slices(pretrained, glue_slice_dir, tmp_path):
-    r = ft.finetune(pretrained, "stsb", data_dir=glue_slice_dir, progress=False,
+    r = ft_run.finetune(pretrained, "stsb", data_dir=glue_slice_dir, progress=False,
                     overrides=FAST + ["finetune.epochs=1"], out=tmp_path / "stsb")
     assert (r["metric"], r["metric_key"]) == ("Spearman correlation", "spearman")
     assert set(r["metrics"]) == {"spearman", "pearson"}
@@ -397,7 +398,7 @@ def test_stsb_regression_and_mrpc_doubling_on_real_slices(pretrained, glue_slice
     with torch.no_grad():
         raw = model.model(torch.tensor([ids]), token_type_ids=torch.tensor([types])).item()
     assert preds[0]["score"] == pytest.approx(5 * raw, rel=1e-5)
-    no_double = ft.finetune(pretrained, "mrpc", data_dir=glue_slice_dir, progress=False,
+    no_double = ft_run.finetune(pretrained, "mrpc", data_dir=glue_slice_dir, progress=False,
                             overrides=FAST + ["finetune.epochs=1",
                                               "finetune.double_unordered=false"])
     assert no_double["train_examples_used"] == 40 and set(no_double["metrics"]) == {
@@ -428,7 +429,7 @@ def test_checkpoint_directories_give_the_same_run(pretrained, toy_sst2, tmp_path
     hf.export(pretrained, tmp_path / "hf")
     kw = dict(data_dir=toy_sst2, progress=False, max_train_examples=64,
               overrides=FAST + ["finetune.epochs=1"])
-    runs = [ft.finetune(c, "sst2", **kw) for c in
+    runs = [ft_run.finetune(c, "sst2", **kw) for c in
             (pretrained, tmp_path / "mini", tmp_path / "hf" / "discriminator")]
     losses = [r["runs"][0]["final_train_loss"] for r in runs]
     assert losses[0] == pytest.approx(losses[1], abs=1e-6) == pytest.approx(losses[2], abs=1e-6)
@@ -436,8 +437,8 @@ def test_checkpoint_directories_give_the_same_run(pretrained, toy_sst2, tmp_path
     # A transformers dir without vocab.txt needs finetune.vocab.
     (tmp_path / "hf" / "discriminator" / "vocab.txt").rename(tmp_path / "vocab.txt")
     with pytest.raises(ValueError, match="finetune.vocab"):
-        ft.finetune(tmp_path / "hf" / "discriminator", "sst2", **kw)
-    r = ft.finetune(tmp_path / "hf" / "discriminator", "sst2", data_dir=toy_sst2,
+        ft_run.finetune(tmp_path / "hf" / "discriminator", "sst2", **kw)
+    r = ft_run.finetune(tmp_path / "hf" / "discriminator", "sst2", data_dir=toy_sst2,
                     progress=False, max_train_examples=64,
                     overrides=kw["overrides"] + [f"finetune.vocab={tmp_path / 'vocab.txt'}"])
     assert r["runs"][0]["final_train_loss"] == pytest.approx(losses[0], abs=1e-6)

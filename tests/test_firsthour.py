@@ -20,9 +20,9 @@ from sklearn import metrics as skm
 import minielectra
 from minielectra.cli import build_parser, main
 from minielectra.data import hub as data_hub
-from minielectra.tasks import predict as pr
-from minielectra.tasks import saved, windows
-from minielectra.tasks.glue import Example
+from minielectra.finetune import predict as pr
+from minielectra.finetune import saved, windows
+from minielectra.finetune.task import Example
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).parents[1]

@@ -122,8 +122,8 @@ def test_checkpoint_round_trip_keeps_the_sharing(tmp_path):
 
 
 def test_finetuning_classifier_gets_the_folded_encoder():
-    from minielectra.tasks.classifier import FinetuneConfig, build_classifier
-    from minielectra.tasks.glue import get_task
+    from minielectra.finetune.classifier import FinetuneConfig, build_classifier
+    from minielectra.finetune.glue.data import get_task
     model = perturbed()
     clf = build_classifier(model, get_task("sst2"), FinetuneConfig(encoder_dropout=0.0)).eval()
     ids, mask, types = batch()

@@ -1,4 +1,4 @@
-"""GLUE tasks, data loading and metrics (minielectra.tasks.glue).
+"""GLUE tasks, data loading and metrics (minielectra.finetune.glue.data).
 
 Metrics are checked against scikit-learn / scipy (test-only dependencies) and hand-computed cases;
 the loaders against the row counts and first rows of the real GLUE files (../shared/data, see its
@@ -13,9 +13,12 @@ from scipy import stats
 from sklearn import metrics as skm
 
 from minielectra.data import hub as data_hub
-from minielectra.tasks import glue
-from minielectra.tasks import metrics as glue_metrics
-from minielectra.tasks.glue import Example, get_task
+from minielectra.finetune import task as ftask
+from minielectra.finetune.glue import data as glue
+from minielectra.finetune import metrics as glue_metrics
+from minielectra.finetune.glue import table as glue_table
+from minielectra.finetune.glue.data import get_task
+from minielectra.finetune.task import Example
 
 # ------------------------------------------------------------------------------------ metrics
 
@@ -71,11 +74,11 @@ def test_correlations_match_scipy(seed):
 
 
 def test_compute_metrics_reports_percent_and_primary_first():
-    m = glue_metrics.compute_metrics("mrpc", [1, 0, 1, 1], [1, 0, 0, 1])
+    m = glue_metrics.compute_metrics(get_task("mrpc"), [1, 0, 1, 1], [1, 0, 0, 1])
     assert list(m) == ["accuracy", "f1"]
     assert m["accuracy"] == pytest.approx(75.0)
     assert m["f1"] == pytest.approx(100 * skm.f1_score([1, 0, 0, 1], [1, 0, 1, 1]))
-    assert list(glue_metrics.compute_metrics("stsb", [1.0, 2.0, 3.5], [0.5, 2.5, 3.0])) == \
+    assert list(glue_metrics.compute_metrics(get_task("stsb"), [1.0, 2.0, 3.5], [0.5, 2.5, 3.0])) == \
         ["spearman", "pearson"]
     assert get_task("cola").metric == "matthews_corr"
 
@@ -97,7 +100,7 @@ def test_task_table_follows_the_paper():
 
 def test_swap_segments_doubles_pairs():
     ex = [Example("a", "b", 1), Example("c", "d", 0)]
-    out = glue.swap_segments(ex)
+    out = ftask.swap_segments(ex)
     assert [(e.text_a, e.text_b, e.label) for e in out] == [
         ("a", "b", 1), ("c", "d", 0), ("b", "a", 1), ("d", "c", 0)]
 
@@ -269,7 +272,7 @@ def test_glue_score_is_the_mean_of_eight_without_wnli():
     scores = dict(zip(glue.GLUE_TASKS, [56.8, 88.3, 87.4, 86.8, 88.3, 78.9, 87.9, 68.5]))
     results = {t: _result(v) for t, v in scores.items()}
     results["wnli"] = _result(0.0)  # shown, never averaged
-    md, average, partial = glue_metrics.format_table(results, name="Small-OWT")
+    md, average, partial = glue_table.format_table(results, name="Small-OWT")
     assert average == pytest.approx(642.9 / 8) and not partial
     assert "| Small-OWT | 56.8 | 88.3 | 87.4 | 86.8 | 88.3 | 78.9 | 87.9 | 68.5 | 0.0 | 80.4 |" \
         in md
@@ -278,7 +281,7 @@ def test_glue_score_is_the_mean_of_eight_without_wnli():
 
 def test_table_marks_partial_absent_not_run_and_subsets():
     results = {"cola": _result(40.0, subset=True), "rte": _result(61.0)}
-    md, average, partial = glue_metrics.format_table(results, name="m",
+    md, average, partial = glue_table.format_table(results, name="m",
                                              missing={"mnli": "no MNLI/train.tsv"})
     assert average == pytest.approx(50.5) and partial
     row = md.splitlines()[2].split("|")[2:-1]
@@ -288,5 +291,5 @@ def test_table_marks_partial_absent_not_run_and_subsets():
                      "MNLI": "n/a", "QNLI": "–", "RTE": "61.0", "GLUE": "50.5*"}
     assert "2 of 8 GLUE tasks" in md and "CoLA 500 of 8551" in md
     assert "MNLI: data absent: no MNLI/train.tsv" in md
-    assert glue_metrics.glue_average({}) == (None, [])
-    assert glue_metrics.format_table({})[1:] == (None, True)
+    assert glue_table.glue_average({}) == (None, [])
+    assert glue_table.format_table({})[1:] == (None, True)

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check.py, the GPU verification kit, kept working while no GPU is lent.
+"""tools/gpu_check.py, the GPU verification kit, kept working while no GPU is lent.
 
 - ``--dry-run`` runs every stage's code path on the CPU at toy shapes (the pack, the command
   line's pretrain/resume/fine-tune/torchrun, the lesson scripts) and records every check;
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("MINIELECTRA_DATA_DIR", REPO.parent / "shared" / "data"))
 needs_data = pytest.mark.skipif(not (DATA / "pretrain-en").is_dir(),
                                 reason="needs MINIELECTRA_DATA_DIR with pretrain-en, glue, vocab")
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tools"))
 
 
 def env(**extra):
@@ -31,7 +31,7 @@ def env(**extra):
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("gpu_work")
-    proc = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--dry-run",
+    proc = subprocess.run([sys.executable, "tools/gpu_check.py", "--dry-run",
                            "--work", str(work)], cwd=REPO, env=env(), capture_output=True,
                           text=True, timeout=900)
     return proc, work
@@ -59,7 +59,7 @@ def test_dry_run_runs_every_stage_and_every_check_passes(dry_run):
 @pytest.mark.slow
 def test_a_second_call_skips_what_is_done(dry_run):
     proc, work = dry_run
-    again = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--dry-run",
+    again = subprocess.run([sys.executable, "tools/gpu_check.py", "--dry-run",
                             "--work", str(work)], cwd=REPO, env=env(), capture_output=True,
                            text=True, timeout=300)
     assert again.returncode == 0, again.stdout[-2000:]
@@ -125,8 +125,8 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in {blocked!r}:
             raise ImportError("not on the GPU image: " + name)
 sys.meta_path.insert(0, Block())
-import minielectra.cli, minielectra.training.loop, minielectra.tasks.finetune
-import minielectra.tasks.suite, minielectra.distributed.ddp, minielectra.training.evaluate
+import minielectra.cli, minielectra.training.loop, minielectra.finetune.train
+import minielectra.finetune.glue.suite, minielectra.distributed.ddp, minielectra.training.evaluate
 """
 
 

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "minielectra"
 # and any layer below it.
 LAYERS = {"config": 0, "names": 0, "presets": 0, "safeio": 0, "data": 1, "model": 2,
           "objectives": 3, "training": 4, "commands": 8,
-          "distributed": 4, "tasks": 5, "experiments": 6, "viz": 7, "cli": 8, "usage": 8,
+          "distributed": 4, "finetune": 5, "experiments": 6, "viz": 7, "cli": 8, "usage": 8,
           "lessons": 8, "__main__": 8, "__init__": 8}
 
 
@@ -96,6 +96,21 @@ def test_each_layer_imports_only_layers_below():
              for a, targets in import_graph().items() for b in sorted(targets)
              if layer_of(b) > layer_of(a)]
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_package_never_imports_the_lab():
+    """``research/`` (our own studies), ``tools/`` (release and GPU tooling) and ``benchmarks/``
+    are not installed: the package must run without them."""
+    outside = {"research", "tools", "benchmarks"}
+    wrong = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                     else [])
+            wrong += [f"{path.relative_to(PACKAGE)} imports {n}" for n in names
+                      if n.split(".")[0] in outside]
+    assert not wrong, wrong
 
 
 def test_subpackage_inits_hold_no_code():

@@ -115,8 +115,8 @@ def test_mlm_loss_by_hand_is_the_masked_positions_only(tiny_model_config):
 
 
 def test_mlm_checkpoint_fine_tunes_its_own_encoder(tiny_model_config, tmp_path):
-    from minielectra.tasks.classifier import FinetuneConfig, build_classifier
-    from minielectra.tasks.glue import get_task
+    from minielectra.finetune.classifier import FinetuneConfig, build_classifier
+    from minielectra.finetune.glue.data import get_task
     model = make(tiny_model_config, "mlm")
     model.save_pretrained(tmp_path / "ckpt")
     loaded = Electra.from_pretrained(tmp_path / "ckpt")
@@ -304,9 +304,9 @@ def test_shared_layers_apply_one_block_num_layers_times(tiny_model_config):
 
 
 def test_shared_layers_save_load_and_fine_tune(tiny_model_config, tmp_path):
-    from minielectra.tasks.classifier import (FinetuneConfig, build_classifier,
+    from minielectra.finetune.classifier import (FinetuneConfig, build_classifier,
                                               layerwise_param_groups)
-    from minielectra.tasks.glue import get_task
+    from minielectra.finetune.glue.data import get_task
     model = make(tiny_model_config, "electra", num_layers=3, share_layers=True)
     model.save_pretrained(tmp_path / "ckpt")
     loaded = Electra.from_pretrained(tmp_path / "ckpt")

@@ -29,7 +29,7 @@ def test_images_exist_and_have_alt_text():
 
 def test_files_named_in_the_readme_exist():
     """Paths written as code (`benchmarks/results/x.json`) must be real files of the checkout."""
-    named = set(re.findall(r"`((?:benchmarks|tutorial|notebooks|tests|minielectra)/[\w./-]+\.\w+)`",
+    named = set(re.findall(r"`((?:benchmarks|research|tools|tutorial|notebooks|tests|minielectra)/[\w./-]+\.\w+)`",
                            README))
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, missing

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from minielectra import cli
-from minielectra.tasks import saved
+from minielectra.finetune import saved
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus.txt"
@@ -152,7 +152,7 @@ def test_finetune_out_is_locked_naming_the_holder(model, tmp_path, capsys, monke
     before = sums(model)
     try:
         called = []
-        monkeypatch.setattr("minielectra.tasks.finetune.train_classifier",
+        monkeypatch.setattr("minielectra.finetune.train.train_classifier",
                             lambda *a, **k: called.append(1))
         line = one_error(*run_cli(capsys, *FT, "--out", model)[::2],
                          f"in use by another fine-tuning (pid {os.getpid()} on ")
@@ -171,7 +171,7 @@ def test_finetune_interrupted_while_saving_keeps_the_first_model(model, tmp_path
     def ctrl_c_halfway(m, tokenizer, task, cfg, path, **kw):
         (Path(path) / saved.WEIGHTS).write_bytes(b"half a model")
         raise KeyboardInterrupt
-    monkeypatch.setattr("minielectra.tasks.finetune.save_finetuned", ctrl_c_halfway)
+    monkeypatch.setattr("minielectra.finetune.train.save_finetuned", ctrl_c_halfway)
     code, _, err = run_cli(capsys, *FT, "--out", out)
     assert code == 130 and "Traceback" not in err
     assert err.strip().splitlines()[-1] == (f"minielectra finetune: interrupted; nothing saved, "
@@ -213,7 +213,7 @@ def test_a_real_full_disk_is_one_line_naming_the_path(tiny_disk, capsys, cache):
 
 def test_finetune_out_is_checked_before_training(tmp_path, capsys, monkeypatch):
     called = []
-    monkeypatch.setattr("minielectra.tasks.finetune.train_classifier",
+    monkeypatch.setattr("minielectra.finetune.train.train_classifier",
                         lambda *a, **k: called.append(1))
     (tmp_path / "file").write_text("x")
     one_error(*run_cli(capsys, *FT, "--out", tmp_path / "file")[::2], "is a file")
@@ -450,14 +450,14 @@ def test_bad_input_is_one_line_naming_the_culprit(name, tmp_path, capsys, cache)
 
 
 def test_labels_in_regression_may_have_fractions(tmp_path):
-    from minielectra.tasks.userdata import task_from_files
+    from minielectra.finetune.owndata.data import task_from_files
     _labels(tmp_path, ["0", "1"] * 6 + ["0.5"])
     task = task_from_files(tmp_path / "t.csv", tmp_path / "t.csv", regression=True)
     assert task.is_regression and sorted({e.label for e in task.train_examples}) == [0, 0.5, 1]
 
 
 def test_a_csv_field_longer_than_the_csv_module_default_is_read(tmp_path):
-    from minielectra.tasks.userdata import read_rows
+    from minielectra.finetune.owndata.data import read_rows
     long = "word " * 40_000  # 200,000 characters, over csv's 131,072
     (tmp_path / "t.csv").write_text(f'text,label\n"{long}",1\nshort,0\n')
     rows = read_rows(tmp_path / "t.csv")

@@ -12,13 +12,13 @@ import torch
 from minielectra.cli import main
 from minielectra.model.convert import convert
 from minielectra.model.electra import Electra
-from minielectra.tasks.squad_data import QAExample
-from minielectra.tasks.squad_features import Window, make_windows
-from minielectra.tasks.squad_finetune import finetune_squad
-from minielectra.tasks.squad_model import NEG, SpanQA, build_span_qa, load_qa, span_loss
-from minielectra.tasks.classifier import FinetuneConfig
-from minielectra.tasks.squad_post import predict_answers, question_spans
-from minielectra.tasks.squad_predict import answer
+from minielectra.finetune.squad.data import QAExample
+from minielectra.finetune.squad.features import Window, make_windows
+from minielectra.finetune.squad.train import finetune_squad
+from minielectra.finetune.squad.model import NEG, SpanQA, build_span_qa, load_qa, span_loss
+from minielectra.finetune.classifier import FinetuneConfig
+from minielectra.finetune.squad.post import predict_answers, question_spans
+from minielectra.finetune.squad.predict import answer
 from minielectra.training.checkpoints import resolve_checkpoint
 from minielectra.viz.squad import span_figure, span_text
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from minielectra.cli import main
-from minielectra.tasks.squad_data import load_file
-from minielectra.tasks.squad_eval import evaluate, exact_match, f1, normalize_answer
+from minielectra.finetune.squad.data import load_file
+from minielectra.finetune.squad.eval import evaluate, exact_match, f1, normalize_answer
 
 
 def dataset(questions, version="1.1"):

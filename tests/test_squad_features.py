@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from minielectra.data.tokenizer import WordPieceTokenizer
-from minielectra.tasks import squad_data
-from minielectra.tasks.squad_data import QAExample, load_file, parse, trainable
-from minielectra.tasks.squad_features import (make_windows, max_context_windows, window_spans)
+from minielectra.finetune.squad import data as squad_data
+from minielectra.finetune.squad.data import QAExample, load_file, parse, trainable
+from minielectra.finetune.squad.features import (make_windows, max_context_windows, window_spans)
 from minielectra.training.checkpoints import resolve_checkpoint
 
 

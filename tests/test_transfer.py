@@ -1,19 +1,21 @@
-"""minielectra experiment transfer: fine-tuning gain over random init, row by row, at tiny sizes.
+"""research/transfer.py: fine-tuning gain over random init, row by row, at tiny sizes.
 
 References: the gains are recomputed from the cached per-run files, the effective rank from a
 matrix with known singular values, and the random-init arm's independence of tying and generator
 size from freshly built models."""
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from minielectra.cli import main
 from minielectra.config import ModelConfig
 from minielectra.model.electra import Electra
 from minielectra.model.gdes import plain_state_dict
-from minielectra.experiments import transfer
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research"))
+import transfer  # noqa: E402  (research/transfer.py)
 
 TINY = ["data.vocab_size=64", "data.max_seq_len=16", "data.held_out_fraction=0.2",
         "data.num_workers=1", "model.embedding_size=8", "model.hidden_size=16",
@@ -86,13 +88,13 @@ def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
     assert md.count("pre-train: gdes") == 2
     assert (setup["out"] / "transfer" / "gain_vs_minutes.svg").read_text().startswith("<svg")
 
-    # Fine-tuning rows on two of those checkpoints, through the CLI; reinit-1 and epochs-10
+    # Fine-tuning rows on two of those checkpoints, through the script's command line; reinit-1 and epochs-10
     # share their random arm (re-initialising a random encoder is a no-op).
     ckpts = [summary[0]["checkpoint"], summary[1]["checkpoint"]]
-    args = ["experiment", "transfer", "--rows", "epochs-10", "reinit-1", "--sizes", "16",
+    args = ["--rows", "epochs-10", "reinit-1", "--sizes", "16",
             "--seeds", "2", "--checkpoint", *ckpts, "--out", str(setup["out"])]
     args += [a for o in setup["overrides"] if o.startswith("finetune.") for a in ("--set", o)]
-    assert main(args) == 0
+    transfer.main(args)
     after = _cached_runs(setup["out"])
     new = [x for x in after if x not in runs]
     # epochs-10 on these checkpoints is pt-embeddings' recipe: all its runs are reused; only
@@ -179,7 +181,7 @@ def test_minutes_of_a_kept_checkpoint_come_from_the_run_clock(tmp_path):
 
 def test_curve_draws_one_line_per_run_of_kept_checkpoints():
     """A long run's step_K checkpoints are one line; the bundled model (another run) its own."""
-    from minielectra.experiments.transfer_report import curve
+    from transfer_report import curve
 
     def row(checkpoint, minutes, gain):
         size = {"size": 16, "median_gain": gain, "gain_sd": 0.0}
@@ -206,8 +208,8 @@ def test_random_arms_keep_the_checkpoints_position_init():
     """A checkpoint pre-trained with a sinusoidal position table is compared with random models
     that start the same way: the transfer experiment's twin and fine-tuning's from_scratch."""
     from minielectra.model.transformer import sinusoids
-    from minielectra.tasks.classifier import FinetuneConfig, build_classifier
-    from minielectra.tasks.glue import get_task
+    from minielectra.finetune.classifier import FinetuneConfig, build_classifier
+    from minielectra.finetune.glue.data import get_task
     cfg = ModelConfig(vocab_size=64, embedding_size=8, hidden_size=16, num_layers=1, num_heads=2,
                       intermediate_size=32, max_position_embeddings=32, generator_size=0.5,
                       position_init="sinusoidal")

@@ -7,7 +7,7 @@ import pytest
 
 from minielectra.cli import build_parser
 from minielectra.config import apply_overrides, preset
-from minielectra.tasks.classifier import FinetuneConfig, apply_finetune_overrides
+from minielectra.finetune.classifier import FinetuneConfig, apply_finetune_overrides
 from minielectra.usage import next_commands
 
 

@@ -16,9 +16,9 @@ from sklearn import metrics as skm
 
 from minielectra.cli import main
 from minielectra.data import hub as data_hub
-from minielectra.tasks import finetune as ft
-from minielectra.tasks import predict as pr
-from minielectra.tasks import userdata
+from minielectra.finetune import run as ft_run, task as ftask, train as ft
+from minielectra.finetune import predict as pr
+from minielectra.finetune.owndata import data as userdata
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAST = ["finetune.epochs=2", "finetune.num_threads=1", "finetune.batch_size=4"]
@@ -128,13 +128,13 @@ def test_own_csv_gives_the_glue_json_and_a_model_predict_reads(capsys, checkpoin
 
 
 def test_own_pairs_and_regression_predict_on_the_labels_scale(checkpoint, tmp_path):
-    r = ft.finetune(checkpoint, train=FIXTURES / "pairs_train.tsv",
+    r = ft_run.finetune(checkpoint, train=FIXTURES / "pairs_train.tsv",
                     dev=FIXTURES / "pairs_dev.tsv", out=tmp_path / "pairs", overrides=FAST,
                     progress=False)
     with pytest.raises(ValueError, match="input 0 has only one sentence"):
         pr.predict(tmp_path / "pairs", ["just one"])
     assert len(pr.predict(tmp_path / "pairs", [("a", "b")])) == 1 and r["dev_examples"] == 2
-    r = ft.finetune(checkpoint, train=FIXTURES / "scores_train.jsonl",
+    r = ft_run.finetune(checkpoint, train=FIXTURES / "scores_train.jsonl",
                     dev=FIXTURES / "scores_dev.jsonl", out=tmp_path / "scores",
                     overrides=FAST, progress=False)
     dev = userdata.read_rows(FIXTURES / "scores_dev.jsonl")
@@ -147,10 +147,10 @@ def test_own_pairs_and_regression_predict_on_the_labels_scale(checkpoint, tmp_pa
                                                      abs=1e-3)
     # outputs come back on the labels' scale: logit * sd + mean of the training labels
     train = [d[1]["label"] for d in userdata.read_rows(FIXTURES / "scores_train.jsonl")]
-    from minielectra.tasks.classifier import collate, encode
-    from minielectra.tasks.saved import load_finetuned
+    from minielectra.finetune.classifier import collate, encode
+    from minielectra.finetune.saved import load_finetuned
     ft_model = load_finetuned(tmp_path / "scores")
-    examples = [userdata.Example(d[1]["text"], None, 0) for d in dev]
+    examples = [ftask.Example(d[1]["text"], None, 0) for d in dev]
     with torch.no_grad():
         logits = ft_model.model(**collate(encode(ft_model.tokenizer, examples, 128), 0))
     expected = logits.squeeze(-1).numpy() * np.std(train) + np.mean(train)
@@ -167,7 +167,7 @@ def test_a_hub_dataset_is_read_through_datasets(checkpoint, monkeypatch):
     calls = []
     monkeypatch.setattr(data_hub, "_PROBED", [None])
     monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: calls.append(a) or splits)
-    task = ft.resolve_task("hf:someone/reviews:en", columns=userdata.Columns(text="sentence"))
+    task = ft_run.resolve_task("hf:someone/reviews:en", columns=userdata.Columns(text="sentence"))
     assert calls == [("someone/reviews", "en")] and task.label_names == ("neg", "pos")
     assert [e.label for e in task.dev_examples] == [1, 0, 1, 0]
 

@@ -1,7 +1,7 @@
 """The pages of ``minielectra viz`` in a real browser: headless Chromium opens the page offline,
 takes a screenshot, and the rendered DOM must hold a sized plotly figure with no script error.
 
-This is the code path of the README's screenshot (``benchmarks/make_readme_figures.py``). The
+This is the code path of the README's screenshot (``tools/make_readme_figures.py``). The
 run page (report, slider, calibration) is checked the same way in ``test_viz_run.py``. Skipped
 when Chromium is absent; CI installs Debian's ``chromium`` package (``.ci/run``).
 """

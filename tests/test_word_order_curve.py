@@ -1,4 +1,4 @@
-"""benchmarks/word_order_curve.py: the English word-order probe along a run's kept checkpoints.
+"""research/word_order_curve.py: the English word-order probe along a run's kept checkpoints.
 
 A tiny run keeps a checkpoint every 2 steps; the script must score each one, put it at
 step x the FLOPs counted from the run's config, read its held-out metrics from metrics.jsonl,
@@ -41,7 +41,7 @@ def run_dir(write_tiny_corpus, tmp_path):
 
 def _script(args, data_dir, cwd):
     env = dict(os.environ, PYTHONPATH=str(REPO), MINIELECTRA_DATA_DIR=str(data_dir))
-    return subprocess.run([sys.executable, str(REPO / "benchmarks" / "word_order_curve.py"),
+    return subprocess.run([sys.executable, str(REPO / "research" / "word_order_curve.py"),
                            *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=600)
 

@@ -8,7 +8,7 @@ trained for anything, so the mean carries most of it), and a ridge-regularised l
 in closed form: ``W = (X^T X + lambda I)^-1 X^T Y`` on standardised features, ``Y`` one-hot
 (classification: argmax of ``X W``) or the score (STS-B). ``lambda`` is chosen on a fifth of the
 training subset from a fixed grid, then the probe is refitted on all of it and scored on the dev
-set with the task's metric (:mod:`minielectra.tasks.metrics`). No scikit-learn at run time.
+set with the task's metric (:mod:`minielectra.finetune.metrics`). No scikit-learn at run time.
 Axis letters: N examples, b batch, n sequence, d width, c classes.
 """
 
@@ -19,8 +19,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..tasks import glue, metrics
-from ..tasks.classifier import collate, encode
+from ..finetune import metrics
+from ..finetune.glue import data as glue
+from ..finetune.task import subset
+from ..finetune.classifier import collate, encode
 
 LAMBDAS = (0.1, 1.0, 10.0, 100.0, 1000.0)
 
@@ -108,7 +110,7 @@ def probe(encoder, tokenizer, tasks: list[str], *, max_train_examples: int = 400
     results = {}
     for name in tasks:
         task = glue.get_task(name)
-        train = glue.subset(glue.load_split(task, "train", data_dir=data_dir), max_train_examples)
+        train = subset(glue.load_split(task, "train", data_dir=data_dir), max_train_examples)
         dev = glue.load_split(task, "dev", data_dir=data_dir)
         feats = [features(encoder, encode(tokenizer, split, max_seq_len), pad_id=tokenizer.pad_id)
                  for split in (train, dev)]

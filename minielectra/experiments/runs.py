@@ -27,7 +27,7 @@ import torch
 from ..config import RunConfig, apply_overrides, override_keys
 from ..model.electra import Electra
 from ..objectives.flops import run_flops, train_flops_per_step
-from ..tasks.finetune import finetune
+from ..finetune.run import finetune
 from ..training.checkpoints import latest_checkpoint
 from ..training.loop import pretrain
 from .probe import probe

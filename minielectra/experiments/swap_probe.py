@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import random
 
-from ..tasks import glue
-from ..tasks.classifier import encode
+from ..finetune.glue import data as glue
+from ..finetune.task import Example
+from ..finetune.classifier import encode
 from .probe import features, fit_probe
 
 
 def swap_examples(texts: list[str], *, seed: int = 0, min_words: int = 5,
-                  max_words: int = 12) -> list[glue.Example]:
+                  max_words: int = 12) -> list[Example]:
     """Sentences of ``min_words``-``max_words`` words, every other one with a neighbouring pair
     swapped (label 0; intact 1). Duplicate sentences are kept once."""
     rng = random.Random(seed)
@@ -35,9 +36,9 @@ def swap_examples(texts: list[str], *, seed: int = 0, min_words: int = 5,
             pairs = [j for j in range(len(words) - 1) if words[j] != words[j + 1]]
             j = rng.choice(pairs)
             words[j], words[j + 1] = words[j + 1], words[j]
-            out.append(glue.Example(" ".join(words), None, 0))
+            out.append(Example(" ".join(words), None, 0))
         else:
-            out.append(glue.Example(text, None, 1))
+            out.append(Example(text, None, 1))
     return out
 
 

@@ -137,3 +137,39 @@ def restore_trainer_state(ckpt: Path, optimizer, scaler) -> int:
         scaler.load_state_dict(state["scaler"])
     set_rng_state(state["rng"])
     return state["step"]
+
+
+def checkpoint_minutes(checkpoint: str) -> float | None:
+    """Pre-training minutes behind ``checkpoint`` by its run's clock: the run's record
+    (``pretrain.json``) for its final checkpoint or the run dir; for a ``step_K`` checkpoint
+    (a run dir without the record: its latest) the run's clock at its evaluation of step K,
+    or, for a step that was not evaluated (a milestone), at its first log line at or after K
+    (``metrics.jsonl``, sessions continued with ``--resume`` added up)."""
+    where = Path(str(checkpoint))
+    for record in (where / "pretrain.json", where.parent.parent / "pretrain.json"):
+        timing = json.loads(record.read_text()) if record.is_file() else None
+        if timing is not None and (record.parent == where
+                                   or Path(timing["checkpoint"]).name == where.name):
+            return timing["train_seconds"] / 60
+    kept = sorted((int(m.group(1)), p) for p in where.glob("checkpoints/step_*")
+                  if (m := re.fullmatch(r"step_(\d+)", p.name)))  # not a write's temporary dir
+    if kept:  # a `minielectra pretrain --out` dir: its latest checkpoint
+        where = kept[-1][1]
+    step = re.fullmatch(r"step_(\d+)", where.name)
+    metrics = where.parent.parent / "metrics.jsonl"
+    if step is None or not metrics.is_file():
+        return None
+    k, offset, last = int(step.group(1)), 0.0, 0.0
+    first_after = None  # minutes at the first log line at or after step K
+    for line in metrics.read_text().splitlines():
+        entry = json.loads(line) if line.strip() else {}
+        if "elapsed_s" not in entry:
+            continue
+        if entry["elapsed_s"] < last:  # a resumed session's clock starts again at 0
+            offset += last
+        last = entry["elapsed_s"]
+        if entry.get("kind") == "eval" and entry.get("step") == k:
+            return (offset + last) / 60
+        if first_after is None and entry.get("step", -1) >= k:
+            first_after = (offset + last) / 60
+    return first_after

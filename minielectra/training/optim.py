@@ -16,7 +16,7 @@ google-research/electra ``model/optimization.py``, read top to bottom:
 5. **Resume** (:func:`load_optimizer_state`): moments and step counts from a checkpoint, settings
    (fused, foreach, ...) from the optimiser of *this* machine.
 
-Fine-tuning (``tasks/classifier.py``, ``tasks/finetune.py``) uses the same optimiser and schedule.
+Fine-tuning (``finetune/classifier.py``, ``finetune/train.py``) uses the same optimiser and schedule.
 """
 
 from __future__ import annotations

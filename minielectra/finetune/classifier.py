@@ -1,0 +1,288 @@
+"""The fine-tuning model: a classifier on the discriminator, its optimiser groups, its loss.
+
+Paper section 3.1 and appendix Table 7; official code: google-research/electra
+``configure_finetuning.py``, ``finetune/classification/classification_tasks.py``,
+``model/optimization.py``. See ``tutorial/appendix_official_recipe.md`` section A.4. The recipe:
+
+- **Head**: the final ``[CLS]`` vector -> dropout 0.1 -> one linear layer (Glorot init). No pooler
+  and no extra dense layer (transformers' ``ElectraForSequenceClassification`` has one; we don't).
+- **Optimiser**: the official Adam (:class:`~minielectra.training.optim.AdamWeightDecay`: no bias
+  correction, eps 1e-6) with decoupled weight decay 0 (the paper; the code's default is 0.01),
+  global-norm clipping 1.0; lr 3e-4 for Small, warmup over 10% of the steps, then linear decay.
+- **Layer-wise lr decay 0.8**: a parameter at depth ``k`` (embeddings 0, layer ``i`` at ``i+1``,
+  head on top) gets ``lr * 0.8^(top - k)``. The official code puts the head one step too high, so
+  its top layer gets ``lr * 0.8^2`` (google-research/electra#51); ``layerwise_decay_official=True``
+  reproduces that.
+- **Loss**: cross-entropy (STS-B: squared error on ``label / 5``), *summed* over the batch as
+  ``run_finetuning.py`` does (``tf.reduce_sum``); ``loss_reduction="mean"`` averages instead.
+
+The data, the training loop and the paper's protocol (median of seeds): :mod:`.finetune`; saving
+and reloading: :mod:`.saved`;
+scoring new text: :mod:`.predict`; the GLUE table and average: :mod:`.metrics`.
+
+Axis letters: b batch, n sequence, d width, c classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..config import ModelConfig, TrainConfig, _parse
+from ..names import unknown_key
+from ..model.electra import Electra
+from ..model.gdes import plain_state_dict
+from ..model.transformer import Encoder
+from ..training.optim import lr_at
+from .task import Example, Task
+
+# ------------------------------------------------------------------------------------ config
+
+
+@dataclass
+class FinetuneConfig:
+    """The paper's GLUE recipe for ELECTRA-Small; every official-code quirk is an option."""
+
+    learning_rate: float = 3e-4  # Small; the paper uses 1e-4 for Base, 5e-5 for Large
+    layerwise_decay: float = 0.8  # 1.0 turns layer-wise decay off
+    # False: the head gets lr, the top layer lr*0.8, ..., the embeddings lr*0.8^(L+1) (intended).
+    # True: the official code's off-by-one, top layer lr*0.8^2, embeddings lr*0.8^(L+2).
+    layerwise_decay_official: bool = False
+    weight_decay: float = 0.0  # paper Table 7; the official code's default is 0.01
+    warmup_fraction: float = 0.1
+    # "official": lr = peak * (1 - step/T) * min(1, step/warmup), as optimization.py computes it;
+    # "linear": ramp to the peak, then decay linearly from the peak to 0.
+    schedule: typing.Literal["official", "linear"] = "official"
+    batch_size: int = 32
+    eval_batch_size: int = 128
+    max_seq_len: int = 128
+    epochs: int = 0  # 0: the paper's per-task number (3; 10 for RTE and STS-B)
+    head_dropout: float = 0.1
+    # Dropout inside the encoder while fine-tuning (the official code uses 0.1 whatever the
+    # pre-training used); None keeps the checkpoint's own values.
+    encoder_dropout: float | None = 0.1
+    double_unordered: bool = True  # official name: MRPC and STS-B doubled with A, B swapped
+    # 0: a fresh permutation of the training set every epoch. N > 0: the official input pipeline
+    # (finetune/preprocessing.py): the set shuffled once, padded with loss-free dummies to a
+    # multiple of the batch, repeated, and drawn through an N-example shuffle buffer (the
+    # official N is 100), so epochs overlap and an example may be seen twice in a row.
+    shuffle_buffer: int = 0
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-6
+    bias_correction: bool = False  # the official AdamWeightDecayOptimizer has none
+    grad_clip: float = 1.0  # global norm; 0 disables
+    # "sum": the official run_finetuning.py minimises tf.reduce_sum of the per-example losses,
+    # so its gradients are batch-size (32x) larger than a mean's. Adam hardly notices the scale,
+    # but the global-norm clip at 1.0 then bites on almost every step and eps 1e-6 weighs 32x
+    # less. "mean" is the PyTorch/transformers habit. Logged losses are per example either way.
+    loss_reduction: typing.Literal["sum", "mean"] = "sum"
+    # Re-initialise the encoder at random (same shape and tokenizer): the no-pre-training baseline.
+    from_scratch: bool = False
+    # Re-initialise the top K encoder layers before fine-tuning (few-sample recipe, .fewsample).
+    reinit_layers: int = 0
+    vocab: str | None = None  # a vocab.txt for checkpoints that ship no tokenizer
+    # A text longer than max_seq_len: "truncate" cuts it (the paper); "windows" reads a single
+    # text whole in half-overlapping windows, averaging their logits (see .windows).
+    long_text: typing.Literal["truncate", "windows"] = "truncate"
+    # The model a run keeps: "last", after the last epoch (the paper), or "best", the epoch with
+    # the best dev score (every epoch is scored on the dev set either way).
+    keep_epoch: typing.Literal["last", "best"] = "last"
+    device: str = "auto"
+    # CPU threads for this run (0: torch's default). Tiny models on a busy machine run faster
+    # on 1 thread than on 2 that wait on each other.
+    num_threads: int = 0
+
+    def validate(self) -> "FinetuneConfig":
+        for name in ("learning_rate", "batch_size", "eval_batch_size", "max_seq_len"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"finetune.{name} must be positive, got {getattr(self, name)}")
+        if not 0 < self.layerwise_decay <= 1:
+            raise ValueError(f"finetune.layerwise_decay must be in (0, 1], got "
+                             f"{self.layerwise_decay}")
+        if not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"finetune.warmup_fraction must be in [0, 1), got "
+                             f"{self.warmup_fraction}")
+        if self.shuffle_buffer < 0:
+            raise ValueError(f"finetune.shuffle_buffer must be >= 0 (0 = reshuffle each epoch), "
+                             f"got {self.shuffle_buffer}")
+        for name in ("head_dropout", "encoder_dropout"):
+            if getattr(self, name) is not None and not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"finetune.{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.reinit_layers < 0:
+            raise ValueError(f"finetune.reinit_layers must be >= 0, got {self.reinit_layers}")
+        if self.epochs < 0:
+            raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
+        if self.schedule not in ("official", "linear"):
+            raise ValueError(f"finetune.schedule must be official|linear, got {self.schedule!r}")
+        for name, valid in (("long_text", ("truncate", "windows")),
+                            ("keep_epoch", ("last", "best"))):
+            if getattr(self, name) not in valid:
+                raise ValueError(f"finetune.{name} must be {'|'.join(valid)}, got "
+                                 f"{getattr(self, name)!r}")
+        if self.loss_reduction not in ("sum", "mean"):
+            raise ValueError(f"finetune.loss_reduction must be sum|mean, got "
+                             f"{self.loss_reduction!r}")
+        return self
+
+
+def apply_finetune_overrides(cfg: FinetuneConfig, overrides: Iterable[str]) -> FinetuneConfig:
+    """Apply ``finetune.key=value`` strings, type-checked like :func:`config.apply_overrides`."""
+    hints = typing.get_type_hints(FinetuneConfig)
+    for item in overrides:
+        key, eq, raw = item.partition("=")
+        section, _, name = key.strip().rpartition(".")
+        if not eq:
+            raise ValueError(f"override {item!r} is not of the form finetune.key=value")
+        if section != "finetune" or name not in hints:
+            raise unknown_key(key.strip(), sorted(f"finetune.{n}" for n in hints))
+        setattr(cfg, name, _parse(raw.strip(), hints[name], key.strip()))
+    return cfg.validate()
+
+
+# ------------------------------------------------------------------------------------- model
+
+
+class SequenceClassifier(nn.Module):
+    """An ELECTRA encoder plus the paper's head: ``[CLS]`` -> dropout -> linear."""
+
+    def __init__(self, cfg: ModelConfig, num_labels: int, *, dropout: float = 0.1):
+        super().__init__()
+        self.config = cfg
+        self.encoder = Encoder(cfg)
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(cfg.hidden_size, num_labels)
+        nn.init.xavier_uniform_(self.head.weight)  # TF's default for tf.layers.dense: Glorot
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``(b, c)``; for regression ``c = 1``."""
+        h = self.encoder(input_ids, attention_mask, token_type_ids)  # (b, n, d)
+        return self.head(self.dropout(h[:, 0]))  # the [CLS] vector, (b, d) -> (b, c)
+
+
+def build_classifier(pretrained, task: Task, cfg: FinetuneConfig) -> SequenceClassifier:
+    """A classifier for ``task`` holding a copy of ``pretrained``'s discriminator encoder.
+
+    Seed torch before calling: the head (and, with ``from_scratch``, the encoder) is random.
+    """
+    mcfg = pretrained.config
+    if cfg.encoder_dropout is not None:
+        mcfg = dataclasses.replace(mcfg, dropout=cfg.encoder_dropout,
+                                   attention_dropout=cfg.encoder_dropout)
+    model = SequenceClassifier(mcfg, task.num_labels, dropout=cfg.head_dropout)
+    if cfg.from_scratch:  # the official initialisation of a fresh discriminator, same shape
+        source = Electra(pretrained.config).discriminator.encoder
+    else:
+        source = pretrained.discriminator.encoder
+    model.encoder.load_state_dict(plain_state_dict(source))  # GDES residuals folded in
+    return model
+
+
+def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> list[dict]:
+    """Optimizer groups, one per (depth, decay) pair, each with its own peak ``lr``.
+
+    Depth 0 is the embeddings and their projection, depth ``i + 1`` encoder layer ``i``, and the
+    head sits at the top. No weight decay on biases and LayerNorm (1-d tensors), as officially.
+    """
+    num_layers = len(model.encoder.layers)
+    top = num_layers + (2 if cfg.layerwise_decay_official else 1)
+    depth_of = [(model.encoder.embeddings, 0), (model.encoder.embed_proj, 0)]
+    depth_of += [(layer, i + 1) for i, layer in enumerate(model.encoder.layers)]
+    depth_of += [(model.head, top)]
+    groups: dict[tuple[int, bool], dict] = {}
+    for module, depth in depth_of:
+        for p in module.parameters():
+            decay = p.ndim > 1 and cfg.weight_decay > 0
+            g = groups.setdefault((depth, decay), {
+                "params": [], "depth": depth, "weight_decay": cfg.weight_decay if decay else 0.0,
+                "lr": cfg.learning_rate * cfg.layerwise_decay ** (top - depth)})
+            g["params"].append(p)
+    covered = sum(p.numel() for g in groups.values() for p in g["params"])
+    assert covered == sum(p.numel() for p in model.parameters()), "a parameter has no group"
+    return list(groups.values())
+
+
+def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
+    """Multiplier of each group's peak lr at update ``step`` (0-based): the pre-training
+    schedule (:func:`~minielectra.training.optim.lr_at`, same official quirk) over this run's ``total`` steps."""
+    return lr_at(step, TrainConfig(learning_rate=1.0, max_steps=total, warmup_steps=warmup,
+                                   schedule=schedule))
+
+
+def optimizer_step(model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor,
+                   cfg: "FinetuneConfig", examples: int) -> float:
+    """One update on ``loss`` (gradients cleared, clipped at ``cfg.grad_clip``), shared by the
+    classification and SQuAD loops; returns the loss per example (a summed loss is divided)."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if cfg.grad_clip > 0:
+        nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    return loss.item() / (examples if cfg.loss_reduction == "sum" else 1)
+
+
+def encode(tokenizer, examples: Sequence[Example], max_len: int) -> list[tuple[list, list]]:
+    """``[CLS] A [SEP] B [SEP]`` ids and segment ids, longest-first truncated, unpadded."""
+    return [tokenizer.encode_pair(e.text_a, e.text_b, max_len=max_len) for e in examples]
+
+
+def collate(encoded: Sequence[tuple[list, list]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad to the longest sequence in the batch (not to 128: same result, less CPU time)."""
+    n = max(len(ids) for ids, _ in encoded)
+    input_ids = torch.full((len(encoded), n), pad_id, dtype=torch.long)
+    token_type_ids = torch.zeros((len(encoded), n), dtype=torch.long)
+    for row, (ids, types) in enumerate(encoded):
+        input_ids[row, :len(ids)] = torch.tensor(ids)
+        token_type_ids[row, :len(types)] = torch.tensor(types)
+    attention_mask = torch.zeros_like(input_ids)
+    for row, (ids, _) in enumerate(encoded):
+        attention_mask[row, :len(ids)] = 1
+    return {"input_ids": input_ids, "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids}
+
+
+def task_loss(task: Task, logits: torch.Tensor, labels: torch.Tensor, *,
+              reduction: str = "sum") -> torch.Tensor:
+    """Per-example losses, summed (official) or averaged over the batch: cross-entropy, or for
+    regression the squared error against the scaled label (STS-B: ``label / 5``, official: the
+    score scaled to [0, 1]; see ``Task.label_scale``)."""
+    if task.is_regression:
+        target = (labels.float() - task.label_shift) / task.label_scale
+        losses = (logits.squeeze(-1).float() - target) ** 2  # (b,)
+    else:
+        losses = F.cross_entropy(logits.float(), labels.long(), reduction="none")  # (b,)
+    return losses.sum() if reduction == "sum" else losses.mean()
+
+
+def _to_outputs(task: Task, logits: torch.Tensor) -> np.ndarray:
+    """Class ids, or regression outputs back on the labels' scale (STS-B: 0-5)."""
+    if task.is_regression:
+        return (logits.squeeze(-1).float() * task.label_scale + task.label_shift).cpu().numpy()
+    return logits.argmax(-1).cpu().numpy()
+
+
+@torch.no_grad()
+def predict_batches(model: SequenceClassifier, task: Task, encoded: Sequence[tuple[list, list]],
+                    *, pad_id: int, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """``(outputs, logits)`` in input order: class ids (or 0-5 scores) and raw logits ``(N, c)``.
+
+    Batches are built from length-sorted inputs, so little time goes into padding.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+    logits = torch.empty(len(encoded), model.head.out_features)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch = {k: v.to(device) for k, v in collate([encoded[i] for i in idx], pad_id).items()}
+        logits[idx] = model(**batch).float().cpu()
+    return _to_outputs(task, logits), logits.numpy()

@@ -1,0 +1,53 @@
+"""The dev set after every epoch of fine-tuning, and which epoch's model a run keeps.
+
+:class:`EpochScores` is the ``on_epoch`` hook of
+:func:`~minielectra.finetune.train.train_classifier`: after each epoch it scores the model on the
+dev set (in eval mode, under ``no_grad``: no dropout and no random numbers drawn, so the training
+run itself is the same with or without it) and, with ``keep_epoch="best"``, copies the weights of
+the best epoch so far; :meth:`EpochScores.finish` puts them back. Ties go to the earlier epoch.
+
+A best epoch chosen on the dev set scores a little better there than it would on new data: the
+dev score of ``keep_epoch="best"`` is slightly optimistic, ``"last"`` (the paper) is not.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+
+class EpochScores:
+    """Score the model after each epoch; keep the best epoch's weights when asked."""
+
+    def __init__(self, model, score: Callable[[], dict[str, float]], metric: str, *,
+                 keep: str = "last"):
+        self.model, self.score, self.metric, self.keep = model, score, metric, keep
+        self.epochs: list[dict[str, float]] = []  # each epoch's dev metrics
+        self.best_state: dict | None = None
+        self.seconds = 0.0  # spent scoring
+
+    def __call__(self, epoch: int) -> None:
+        t0 = time.perf_counter()
+        metrics = self.score()
+        self.seconds += time.perf_counter() - t0
+        self.model.train()  # scoring switched to eval mode; training goes on
+        self.epochs.append(metrics)
+        if self.keep == "best" and self.best_epoch == epoch:
+            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    @property
+    def best_epoch(self) -> int:
+        """1-based epoch with the highest score (the first of equals)."""
+        scores = [m[self.metric] if m[self.metric] == m[self.metric] else float("-inf")
+                  for m in self.epochs]  # a NaN score (a constant prediction) is the worst
+        return 1 + max(range(len(scores)), key=lambda i: (scores[i], -i))
+
+    def finish(self) -> tuple[dict[str, float], dict[str, Any]]:
+        """The kept epoch's dev metrics (its weights loaded back), and what the JSON says."""
+        kept = self.best_epoch if self.keep == "best" else len(self.epochs)
+        if self.keep == "best" and self.best_state is not None:
+            self.model.load_state_dict(self.best_state)
+        self.model.eval()
+        return self.epochs[kept - 1], {
+            "epoch_scores": [m[self.metric] for m in self.epochs], "best_epoch": self.best_epoch,
+            "kept_epoch": kept, "keep_epoch": self.keep}

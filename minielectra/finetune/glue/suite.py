@@ -1,0 +1,69 @@
+"""Several GLUE tasks in one go, and the table in the paper's layout (``minielectra glue``).
+
+The pre-trained checkpoint is loaded once for every task; a task whose data is absent is skipped
+and listed, so an offline data dir without MNLI/QQP still yields the other columns (the GLUE
+average is then marked partial, :func:`.table.format_table`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import data as glue, table
+from ..classifier import FinetuneConfig, apply_finetune_overrides
+from ..train import _finetune, check_counts, open_checkpoint
+
+
+def _save_glue(out: Path, summary: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "glue.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "glue.md").write_text(summary["table"])
+
+
+def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, seed: int = 0,
+             out: str | Path | None = None, overrides: Sequence[str] = (),
+             data_dir: str | Path | None = None, max_train_examples: int | None = None,
+             progress: bool = True, save_models: bool = False, skip_missing: bool = True,
+             name: str | None = None) -> dict[str, Any]:
+    """Fine-tune on several tasks (default: the 8 of the GLUE score) and tabulate them.
+
+    A task whose data is absent is skipped and listed (``skip_missing``), so an offline data dir
+    without MNLI/QQP still yields the other columns; the GLUE average is then marked partial.
+    With ``out``: ``glue.json``, ``glue.md`` and one folder per task, holding its
+    ``result.json`` and, with ``save_models``, the median run's model (``predict --model``).
+    """
+    if save_models and out is None:
+        raise ValueError("save_models needs out: the folder the fine-tuned models go to")
+    check_counts(seeds, max_train_examples)
+    names = [glue.get_task(t).name for t in (tasks or glue.GLUE_TASKS)]
+    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
+    pretrained, source = open_checkpoint(checkpoint)  # once for all tasks
+    results, missing = {}, {}
+    for t in names:
+        try:
+            results[t] = _finetune(
+                pretrained, source, glue.get_task(t), cfg, seed=seed, seeds=seeds,
+                data_dir=data_dir, max_train_examples=max_train_examples, progress=progress,
+                save_model=save_models, keep_all_models=False,
+                out=None if out is None else Path(out) / t)
+        except glue.GlueDataError as e:
+            if not skip_missing:
+                raise
+            missing[t] = str(e)
+    if not results:  # nothing to tabulate: say why once, rather than print a table of n/a
+        raise glue.GlueDataError(f"no GLUE task has its data here; {next(iter(missing.values()))}")
+    # The row is named as the user named the checkpoint: the run, not its step_N directory.
+    label = name or (Path(str(checkpoint)).name if source else "model")
+    markdown, average, partial = table.format_table(results, name=label, missing=missing)
+    summary = {"checkpoint": source, "tasks_requested": names,
+               "glue_score": None if partial else average, "glue_average": average,
+               "glue_partial": partial,
+               "glue_average_over": [t for t in glue.GLUE_TASKS if t in results],
+               "scores": {t: r["score"] for t, r in results.items()}, "missing": missing,
+               "not_run": [t for t in glue.GLUE_TASKS if t not in names],
+               "table": markdown, "tasks": results}
+    if out is not None:
+        _save_glue(Path(out), summary)
+    return summary

@@ -1,0 +1,303 @@
+"""Your own labelled data for ``minielectra finetune``: CSV, TSV or JSONL files, or a hub dataset.
+
+``finetune --train FILE --dev FILE`` (or ``--task hf:<name>[:<config>]``) builds a
+:class:`UserTask`, a :class:`~.glue.Task` whose examples come from the files, so the GLUE recipe,
+metrics, seeds, JSON, saved model and ``predict`` all apply unchanged:
+
+- **Files**: the format is the extension (``.csv``, ``.tsv``, ``.jsonl``, each optionally
+  ``.gz``); CSV and TSV have a header line. Columns ``text``, optional ``text_pair`` and
+  ``label``, renamed with ``Columns`` (``--text-column`` and the like).
+- **Labels**: classes are the labels that occur in the training file, sorted (numerically when
+  they are all integers); a dev label that never occurs in training is an error. The task is
+  regression when ``regression=True`` (``--regression``) or when a label is a number with a
+  fraction (``0.5``, ``3.25``): integer labels (``0``/``1``, star ratings) are classes unless asked.
+  Regression targets are standardised by the training labels' mean and spread.
+- **Metrics**: accuracy (and F1 of the second class with two classes), or Pearson and Spearman
+  correlation for regression; the first is the score.
+
+Every problem with a file (missing column, empty file, bad label, bytes that are not UTF-8) is a
+one-line ``ValueError`` naming the file, the line and the column.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ...data.hub import hub_unreachable
+from ..task import Example, Task, read_text
+
+Row = tuple[str, dict[str, Any]]  # (where: "FILE: line N", the row's fields)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which fields hold the text, its optional pair, and the label."""
+
+    text: str = "text"
+    text_pair: str | None = None  # None: "text_pair" when the training data has that column
+    label: str = "label"
+
+
+@dataclass(frozen=True)
+class UserTask(Task):
+    """A task built from a user's data: the examples travel with it."""
+
+    train_examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
+    dev_examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
+
+
+# ------------------------------------------------------------------------------------- reading
+
+
+def _format(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes] or [""]
+    kind = suffixes[-2] if suffixes[-1] == ".gz" and len(suffixes) > 1 else suffixes[-1]
+    if kind not in (".csv", ".tsv", ".jsonl"):
+        raise ValueError(f"{path}: unknown format {kind or '(no extension)'!r}; name the file "
+                         "*.csv, *.tsv or *.jsonl (optionally .gz)")
+    return kind
+
+
+def read_rows(path: str | Path) -> list[Row]:
+    """The data rows of a CSV/TSV (with a header) or JSONL file, each with where it is."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    kind, text = _format(path), read_text(path)
+    if not text.strip():
+        raise ValueError(f"{path}: the file is empty")
+    rows = _jsonl_rows(path, text) if kind == ".jsonl" else _table_rows(path, text, kind)
+    if not rows:
+        raise ValueError(f"{path}: a header but no data rows")
+    return rows
+
+
+def _table_rows(path: Path, text: str, kind: str) -> list[Row]:
+    # TSV is read as GLUE's files are (no quoting: a quote is text); CSV with its usual quoting.
+    quoting = csv.QUOTE_NONE if kind == ".tsv" else csv.QUOTE_MINIMAL
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if kind == ".tsv" else ",",
+                        quoting=quoting)
+    # A long text is still a text (the model reads its first max_seq_len tokens): no cap on a
+    # field's length (the csv module's default refuses fields over 131,072 characters).
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    try:
+        return _parse_table(path, reader)
+    except csv.Error as e:
+        raise ValueError(f"{path}: line {reader.line_num}: not {kind[1:].upper()} ({e})") from None
+
+
+def _parse_table(path: Path, reader) -> list[Row]:
+    header = [h.strip() for h in next(reader)]
+    rows = []
+    for fields in reader:
+        if not any(f.strip() for f in fields):
+            continue  # blank lines
+        where = f"{path}: line {reader.line_num}"
+        if len(fields) != len(header):
+            raise ValueError(f"{where}: {len(fields)} fields, but the header has {len(header)} "
+                             f"({', '.join(header)})")
+        rows.append((where, dict(zip(header, fields))))
+    return rows
+
+
+def _jsonl_rows(path: Path, text: str) -> list[Row]:
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: line {n}, column {e.colno}: not JSON ({e.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: line {n}: a JSON {type(record).__name__}, not an object "
+                             "with text and label fields")
+        rows.append((f"{path}: line {n}", record))
+    return rows
+
+
+# ------------------------------------------------------------------------------------- labels
+
+
+def _label_text(value: Any, where: str, column: str) -> str:
+    """A label as the text that names its class: ``1``, ``1.0`` and ``"1"`` are one class."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ValueError(f"{where}, column {column!r}: the label is empty")
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (dict, list)):
+        raise ValueError(f"{where}, column {column!r}: the label is a JSON "
+                         f"{type(value).__name__}, not a class name or a number")
+    text = str(value).strip()
+    if _number(text) is None and _parses(text):  # nan, inf: neither a class nor a target
+        raise ValueError(f"{where}, column {column!r}: the label {text!r} is not a finite "
+                         "number; fix or remove the row")
+    number = _number(text)
+    return str(int(number)) if number is not None and number.is_integer() else text
+
+
+def _parses(label: str) -> bool:
+    with contextlib.suppress(ValueError):
+        return float(label) is not None
+    return False
+
+
+def _number(label: str) -> float | None:
+    try:
+        x = float(label)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _is_regression(labels: list[str], regression: bool | None, where: list[str]) -> bool:
+    """``regression``, or (None) whether the labels are numbers with fractions. A few fractions
+    among whole-number classes (0, 1, 0.5) are refused, naming the first: more likely a typo
+    than a regression task, and as a class of its own it would be silently wrong."""
+    if regression is not None:
+        return regression
+    numbers = [_number(x) for x in labels]
+    if not all(x is not None for x in numbers):
+        return False
+    fractions = [i for i, x in enumerate(numbers) if not x.is_integer()]
+    if fractions and len(fractions) * 4 < len(labels):
+        i, whole = fractions[0], len(labels) - len(fractions)
+        raise ValueError(f"{where[i]}: label {labels[i]!r} has a fraction, but {whole} of the "
+                         f"{len(labels)} labels are whole-number classes; fix it, or pass "
+                         "--regression if the labels are numbers to predict")
+    return bool(fractions)
+
+
+def _class_names(labels: Iterable[str]) -> tuple[str, ...]:
+    names = set(labels)
+    if all(_number(x) is not None and _number(x).is_integer() for x in names):
+        return tuple(sorted(names, key=lambda x: float(x)))
+    return tuple(sorted(names))
+
+
+# ------------------------------------------------------------------------------------- the task
+
+
+def _field(row: Row, column: str, role: str, flag: str) -> Any:
+    where, fields = row
+    if column not in fields:
+        raise ValueError(f"{where}: no {role} column {column!r} (columns: "
+                         f"{', '.join(map(str, fields))}); name yours with {flag}")
+    return fields[column]
+
+
+def _examples(rows: list[Row], columns: Columns, pair: str | None, *,
+              regression: bool, names: tuple[str, ...] | None, train: str) -> list[Example]:
+    out = []
+    for row in rows:
+        text = _field(row, columns.text, "text", "--text-column")
+        text_b = _field(row, pair, "text pair", "--text-pair-column") if pair else None
+        raw = _label_text(_field(row, columns.label, "label", "--label-column"), row[0],
+                          columns.label)
+        if regression:
+            label = _number(raw)
+            if label is None:
+                raise ValueError(f"{row[0]}, column {columns.label!r}: label {raw!r} is not a "
+                                 "number (a regression task needs numbers)")
+        elif raw in names:
+            label = names.index(raw)
+        else:
+            raise ValueError(f"{row[0]}, column {columns.label!r}: label {raw!r} does not occur "
+                             f"in the training data {train} (its labels: {list(names)})")
+        for value, column in ((text, columns.text), (text_b if pair else "", pair)):
+            if value is None or isinstance(value, (dict, list)):  # JSON null or structure
+                raise ValueError(f"{row[0]}, column {column!r}: the text is "
+                                 f"{'null' if value is None else 'not a string'}")
+        out.append(Example(str(text), None if text_b is None else str(text_b), label))
+    return out
+
+
+def build_task(name: str, train_rows: list[Row], dev_rows: list[Row], *,
+               columns: Columns = Columns(), regression: bool | None = None,
+               train_source: str = "") -> UserTask:
+    """A :class:`UserTask` from the rows of a training and a dev set."""
+    pair = columns.text_pair
+    if pair is None and "text_pair" in train_rows[0][1]:
+        pair = "text_pair"
+    labels = [_label_text(_field(r, columns.label, "label", "--label-column"), r[0],
+                          columns.label) for r in train_rows]
+    is_reg = _is_regression(labels, regression, [r[0] for r in train_rows])
+    names = None if is_reg else _class_names(labels)
+    if names is not None and len(names) < 2:
+        raise ValueError(f"{train_source}: every training label is {names[0]!r}; a classifier "
+                         "needs at least two classes (or pass --regression for numbers)")
+    common = dict(columns=columns, pair=pair, regression=is_reg, names=names, train=train_source)
+    train, dev = _examples(train_rows, **common), _examples(dev_rows, **common)
+    shift, scale = 0.0, 1.0
+    if is_reg:
+        values = [e.label for e in train]
+        shift = sum(values) / len(values)
+        scale = math.sqrt(sum((v - shift) ** 2 for v in values) / len(values)) or 1.0
+    metric_names = (("pearson", "spearman") if is_reg else
+                    ("accuracy", "f1") if len(names) == 2 else ("accuracy",))
+    return UserTask(name, name, "", (), 0, (columns.text,) + ((pair,) if pair else ()),
+                    names, names, metric_names, label_shift=shift, label_scale=scale,
+                    train_examples=tuple(train), dev_examples=tuple(dev))
+
+
+def task_from_files(train: str | Path, dev: str | Path, *, columns: Columns = Columns(),
+                    regression: bool | None = None) -> UserTask:
+    """``finetune --train FILE --dev FILE``: the task named after the training file."""
+    train_rows, dev_rows = read_rows(train), read_rows(dev)
+    return build_task(Path(train).name, train_rows, dev_rows, columns=columns,
+                      regression=regression, train_source=str(train))
+
+
+# ------------------------------------------------------------------------------------- the hub
+
+HUB_DEV_SPLITS = ("validation", "dev", "valid", "test")
+
+
+def task_from_hub(spec: str, *, columns: Columns = Columns(),
+                  regression: bool | None = None) -> UserTask:
+    """``--task hf:<name>[:<config>]``: its train split, and the first of ``HUB_DEV_SPLITS``."""
+    parts = spec.removeprefix("hf:").split(":")
+    if not 1 <= len(parts) <= 2 or not all(parts):
+        raise ValueError(f"--task {spec!r}: expected hf:<name>[:<config>]")
+    offline = hub_unreachable()  # offline: the datasets cache only, and at once
+    import datasets  # imported here: slow, and only the hub needs it
+
+    try:
+        splits = datasets.load_dataset(*parts)
+    except Exception as e:
+        where = f"hub dataset {spec[3:]!r}"
+        if offline:
+            raise FileNotFoundError(
+                f"{where}: not in the datasets cache, and the Hugging Face hub is unreachable "
+                f"({offline}); fine-tune on local files instead: --train FILE --dev FILE") from None
+        raise RuntimeError(f"{where}: could not load it ({e})") from None
+    dev_split = next((s for s in HUB_DEV_SPLITS if s in splits), None)
+    if "train" not in splits or dev_split is None:
+        raise ValueError(f"hub dataset {spec[3:]!r} has splits {sorted(splits)}; fine-tuning "
+                         f"needs 'train' and one of {list(HUB_DEV_SPLITS)}")
+    rows = {s: _hub_rows(spec, splits[s], s, columns.label) for s in ("train", dev_split)}
+    return build_task(spec, rows["train"], rows[dev_split], columns=columns,
+                      regression=regression, train_source=f"{spec} train")
+
+
+def _hub_rows(spec: str, split, name: str, label: str) -> list[Row]:
+    """Rows of a hub split; a ClassLabel column is read as its class names."""
+    feature = split.features.get(label)
+    names = getattr(feature, "names", None)
+    rows = []
+    for i, r in enumerate(split):
+        if names is not None and isinstance(r.get(label), int) and 0 <= r[label] < len(names):
+            r = {**r, label: names[r[label]]}
+        rows.append((f"{spec} {name} row {i}", r))
+    if not rows:
+        raise ValueError(f"{spec}: split {name!r} is empty")
+    return rows
+

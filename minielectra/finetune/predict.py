@@ -1,0 +1,81 @@
+"""Fine-tuned models on disk, and scoring new sentences (or sentence pairs) with them.
+
+A ``minielectra finetune --out DIR`` directory (:mod:`.saved`) holds everything needed to score
+new text. ``minielectra predict --model DIR SENTENCE [SENTENCE_B]`` (or ``--file F``: a CSV, TSV or
+JSONL file with a text column, or one input a line, :mod:`.textfiles`) is :func:`run_predict`;
+text is encoded exactly as in fine-tuning (``[CLS] A [SEP] B [SEP]``, longest-first truncation
+to the run's ``max_seq_len``, or the windows of :mod:`.windows`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from .task import Example, Task
+from .saved import Finetuned, load_finetuned
+from .owndata.inputs import read_inputs, read_lines
+from .windows import encode_texts, predict_texts, warn_long
+
+Pair = tuple[str, "str | None"]
+
+
+def _examples(task: Task, pairs: Sequence[str | Pair]) -> list[Example]:
+    """Sentences as :class:`Example`; a pair task needs two segments, the others one (a model
+    only ever saw one shape of input in fine-tuning)."""
+    examples = [Example(p, None, 0) if isinstance(p, str) else Example(p[0], p[1], 0)
+                for p in pairs]
+    for i, e in enumerate(examples):
+        if task.is_pair and e.text_b is None:
+            raise ValueError(f"{task.display} scores sentence pairs; input {i} has only one "
+                             "sentence")
+        if not task.is_pair and e.text_b is not None:
+            raise ValueError(f"{task.display} scores single sentences; input {i} is a pair")
+    return examples
+
+
+def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
+            *, batch_size: int = 128, long_text: str | None = None) -> list[dict[str, Any]]:
+    """Score new sentences (single-sentence tasks) or ``(a, b)`` pairs with a fine-tuned model.
+
+    Classification: ``{"label", "label_id", "probabilities": {name: p}}``; regression:
+    ``{"score"}`` on the labels' scale (STS-B: 0-5). ``long_text``: ``"truncate"`` or
+    ``"windows"`` for texts over the model's length (:mod:`.windows`; default: as fine-tuned).
+    """
+    ft = finetuned if isinstance(finetuned, Finetuned) else load_finetuned(finetuned)
+    mode = long_text or ft.config.long_text
+    enc = encode_texts(ft.tokenizer, _examples(ft.task, pairs), ft.config.max_seq_len,
+                       long_text=mode)
+    warn_long(enc, "predict", mode, pairs=ft.task.is_pair)
+    outputs, logits = predict_texts(ft.model, ft.task, enc, pad_id=ft.tokenizer.pad_id,
+                                    batch_size=batch_size)
+    if ft.task.is_regression:
+        return [{"score": float(s)} for s in outputs]
+    probs = torch.from_numpy(logits).softmax(-1).numpy()
+    names = ft.task.label_names
+    return [{"label": names[c], "label_id": int(c),
+             "probabilities": {n: float(p) for n, p in zip(names, row)}}
+            for c, row in zip(outputs, probs)]
+
+
+def read_pairs(path: str | Path) -> list[Pair]:
+    """A file of inputs, one a line (:func:`.textfiles.read_lines`)."""
+    return read_lines(path)
+
+
+def run_predict(model: str | Path, pairs: Sequence[str | Pair] = (), *,
+                file: str | Path | None = None, text_column: str | None = None,
+                text_pair_column: str | None = None,
+                long_text: str | None = None) -> dict[str, Any]:
+    """``minielectra predict``: each input (``pairs``, or those of ``file``:
+    :func:`.textfiles.read_inputs`) with its prediction, as JSON-ready dicts."""
+    ft = load_finetuned(model)
+    if file is not None:
+        pairs = read_inputs(file, inputs=ft.task.hub_fields, pair=ft.task.is_pair,
+                            text_column=text_column, text_pair_column=text_pair_column)
+    pairs = [(p, None) if isinstance(p, str) else (p[0], p[1]) for p in pairs]
+    rows = [{"text_a": a, "text_b": b, **p}
+            for (a, b), p in zip(pairs, predict(ft, pairs, long_text=long_text))]
+    return {"model": str(model), "task": ft.task.name, "predictions": rows}

@@ -1,0 +1,76 @@
+"""``minielectra finetune``: one task, whichever kind it is, fine-tuned and scored.
+
+A GLUE task by name (:mod:`.glue`), SQuAD 1.1 or 2.0 (:mod:`.squad`), a hub dataset or your own
+CSV, TSV or JSONL files (:mod:`.owndata`); classification and regression go through the paper's
+recipe in :mod:`.train`, question answering through :mod:`.squad.train`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from .classifier import FinetuneConfig, apply_finetune_overrides
+from .glue.data import get_task
+from .output import finetune_output
+from .owndata.data import Columns, task_from_files, task_from_hub
+from .squad.train import TASKS as SQUAD_TASKS, finetune_squad
+from .task import Task
+from .train import _finetune, check_counts, open_checkpoint
+
+
+def resolve_task(task: str | Task | None = None, *, train=None, dev=None,
+                 columns: Columns = Columns(), regression: bool | None = None) -> Task:
+    """A GLUE task by name, a hub dataset (``"hf:<name>[:<config>]"``), a :class:`Task`, or a
+    user's training and dev files (:mod:`.userdata`)."""
+    if train is not None or dev is not None:
+        if train is None or dev is None or task is not None:
+            raise ValueError("give --train FILE and --dev FILE together, without --task")
+        return task_from_files(train, dev, columns=columns, regression=regression)
+    if task is None:
+        raise ValueError("give --task (a GLUE task, or hf:<name>[:<config>]) or --train FILE "
+                         "--dev FILE")
+    if isinstance(task, Task):
+        return task
+    if task.startswith("hf:"):
+        return task_from_hub(task, columns=columns, regression=regression)
+    if columns != Columns() or regression is not None:
+        raise ValueError("--text-column, --label-column and --regression are for your own data "
+                         "(--train/--dev or --task hf:...), not for a GLUE task")
+    return get_task(task)
+
+
+
+def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | None = None,
+             seed: int = 0, seeds: int = 1, overrides: Sequence[str] = (),
+             data_dir: str | Path | None = None, max_train_examples: int | None = None,
+             progress: bool = True, save_model: bool = True, keep_all_models: bool = False,
+             train: str | Path | None = None, dev: str | Path | None = None,
+             columns: Columns = Columns(), regression: bool | None = None) -> dict[str, Any]:
+    """Fine-tune ``checkpoint`` on one task ``seeds`` times (seeds ``seed``, ``seed + 1``, ...)
+    and score each run on the dev set; the median run is the result (the paper's protocol).
+
+    ``checkpoint``: an :class:`Electra` in memory or anything :func:`resolve_pretrained` takes.
+    The task: a GLUE name, ``"hf:<name>[:<config>]"``, or your own ``train`` and ``dev`` files
+    (CSV, TSV or JSONL; ``columns`` and ``regression``: :mod:`.userdata`). With ``out``:
+    ``result.json`` and the median run's fine-tuned model (``keep_all_models`` also keeps every
+    run's, in ``seed-N/``).
+    """
+    check_counts(seeds, max_train_examples)
+    if isinstance(task, str) and task in SQUAD_TASKS:  # question answering (.squad_finetune)
+        if seeds != 1 or columns != Columns() or regression is not None:
+            raise ValueError(f"--task {task} takes one --seed, and no --seeds, columns or "
+                             "--regression")
+        with finetune_output(out) as folder:  # locked; replaced only when all is written
+            return finetune_squad(checkpoint, task, out=folder, seed=seed, overrides=overrides,
+                                  train=train, dev=dev, data_dir=data_dir,
+                                  max_train_examples=max_train_examples, progress=progress,
+                                  save_model=save_model)
+    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
+    task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
+    pretrained, source = open_checkpoint(checkpoint)
+    with finetune_output(out) as folder:  # locked, checked; replaced only when all is written
+        return _finetune(pretrained, source, task, cfg, out=folder, seed=seed, seeds=seeds,
+                         data_dir=data_dir, max_train_examples=max_train_examples,
+                         progress=progress, save_model=save_model,
+                         keep_all_models=keep_all_models)

@@ -1,0 +1,100 @@
+"""Fine-tuned models on disk: what ``minielectra finetune --out DIR`` writes and ``predict`` reads.
+
+The directory holds everything needed to score new text, with neither the pre-trained checkpoint
+nor the training data: ``model.safetensors`` (encoder and head), ``finetune.json`` (the task and
+how it reads its inputs and labels, the model and fine-tuning configs, the dev result of the
+run), the tokenizer (``vocab.txt``) and ``checksums.json`` (sha256 of the weights and vocabulary,
+checked on load).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from safetensors.torch import load_file, save
+
+from safetensors import SafetensorError
+
+from ..config import ModelConfig, _from_dict
+from ..data.files import sha256_sums
+from ..data.tokenizer import WordPieceTokenizer
+from ..model.storage import CHECKSUMS, VOCAB, verify_checksums
+from ..safeio import write_file
+from .glue.data import TASKS as GLUE, get_task
+from .classifier import FinetuneConfig, SequenceClassifier
+from .task import Task
+
+WEIGHTS, META = "model.safetensors", "finetune.json"
+
+
+def save_finetuned(model: SequenceClassifier, tokenizer, task: Task, cfg: FinetuneConfig,
+                   path: str | Path, *, result: dict | None = None) -> Path:
+    """Write weights, the model and fine-tuning configs, the tokenizer and the dev result."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    # bytes, then one write: a full disk is an OSError naming the file, and the permissions
+    # are its siblings' (safetensors' own save_file makes a private file)
+    write_file(path / WEIGHTS, save({k: v.contiguous() for k, v in model.state_dict().items()}))
+    meta = {"task": task.name, "num_labels": task.num_labels, "label_names": task.label_names,
+            "task_spec": task_spec(task), "model": dataclasses.asdict(model.config),
+            "finetune": dataclasses.asdict(cfg), "result": result}
+    (path / META).write_text(json.dumps(meta, indent=2) + "\n")
+    tokenizer.save(path)
+    sums = sha256_sums(path, [WEIGHTS, VOCAB])
+    (path / CHECKSUMS).write_text(json.dumps({"sha256": sums}, indent=2) + "\n")
+    return path
+
+
+def task_spec(task: Task) -> dict[str, Any]:
+    """What ``predict`` needs of a task: its inputs, labels, metrics and regression scale."""
+    return {"name": task.name, "display": task.display, "inputs": list(task.hub_fields),
+            "label_names": task.label_names, "metrics": list(task.metrics),
+            "label_shift": task.label_shift, "label_scale": task.label_scale}
+
+
+def task_from_spec(meta: dict[str, Any]) -> Task:
+    """The GLUE task by name, or (a user's task) the one the spec describes."""
+    if meta["task"] in GLUE or "task_spec" not in meta:
+        return get_task(meta["task"])
+    t = meta["task_spec"]
+    names = None if t["label_names"] is None else tuple(t["label_names"])
+    return Task(t["name"], t["display"], "", (), 0, tuple(t["inputs"]), names, names,
+                tuple(t["metrics"]), label_shift=t["label_shift"], label_scale=t["label_scale"])
+
+
+@dataclass
+class Finetuned:
+    """A fine-tuned model ready for :func:`predict`."""
+
+    model: SequenceClassifier
+    tokenizer: Any
+    task: Task
+    config: FinetuneConfig
+
+
+def load_finetuned(path: str | Path, *, device: str = "cpu") -> Finetuned:
+    """The model written by :func:`save_finetuned`, in eval mode."""
+    path = Path(path)
+    if not (path / META).is_file():
+        raise FileNotFoundError(f"{path} is not a fine-tuned model: no {META} (written by "
+                                "`minielectra finetune --out DIR`)")
+    try:
+        meta = json.loads((path / META).read_text())
+        task = task_from_spec(meta)
+        cfg = _from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
+        mcfg, num_labels = _from_dict(ModelConfig, meta["model"], prefix="model."), \
+            meta["num_labels"]
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # JSON errors are ValueErrors
+        raise ValueError(f"{path / META}: damaged, not a fine-tuned model's description "
+                         f"({type(e).__name__}: {e})") from None
+    verify_checksums(path, [WEIGHTS, VOCAB])
+    model = SequenceClassifier(mcfg, num_labels, dropout=cfg.head_dropout)
+    try:
+        model.load_state_dict(load_file(path / WEIGHTS))
+    except SafetensorError as e:
+        raise ValueError(f"{path / WEIGHTS}: damaged or truncated ({e})") from None
+    return Finetuned(model.to(device).eval(), WordPieceTokenizer.load(path), task, cfg)

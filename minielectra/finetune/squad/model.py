@@ -1,0 +1,190 @@
+"""The span head for extractive question answering, its loss, and the saved model.
+
+ELECTRA paper section 3.1 (SQuAD), official code: google-research/electra
+``finetune/qa/qa_tasks.py`` (``get_prediction_module``). The head is one linear layer from each
+final discriminator vector to two logits, "the answer starts here" and "the answer ends here";
+each is a softmax over the positions of one window, trained by cross-entropy against the gold
+positions, the two losses averaged.
+
+**No answer (SQuAD 2.0): BERT's null score at ``[CLS]``.** An unanswerable window is labelled
+start = end = 0, so ``start[0] + end[0]`` scores "no answer", and at prediction the question gets
+``"" `` when that null score beats the best span by more than a threshold chosen on the dev set.
+The official ELECTRA code goes further, and we deliberately do not: its end logits are
+conditioned on the start (a 512-unit layer over ``[start vector; end vector]``, beam search at
+prediction) and an *answerability classifier* on ``[CLS]`` plus the start-weighted vector, trained
+with weight 0.5. The simpler head is the one transformers' ``ElectraForQuestionAnswering`` has.
+
+Positions outside the passage (question, padding) get a large negative logit, as officially;
+``[CLS]`` stays open so that "no answer" can be learnt and scored.
+
+Axis letters: b batch, n sequence, d width.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import torch
+import torch.nn.functional as F
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from ...config import ModelConfig, _from_dict, _parse
+from ...data.files import sha256_sums
+from ...data.tokenizer import WordPieceTokenizer
+from ...model.electra import Electra
+from ...model.storage import CHECKSUMS, VOCAB, verify_checksums
+from ...model.transformer import Encoder
+from ...names import unknown_key
+from ..classifier import FinetuneConfig
+
+WEIGHTS, META = "model.safetensors", "finetune.json"
+NEG = -10000.0  # the official mask value (1000 there, on logits of the same scale)
+
+
+@dataclass
+class SquadConfig:
+    """What question answering adds to :class:`FinetuneConfig` (``--set squad.KEY=VALUE``)."""
+
+    doc_stride: int = 128  # tokens between the starts of a passage's windows
+    max_query_len: int = 64  # a longer question is cut
+    n_best: int = 20  # start and end candidates per window
+    max_answer_len: int = 30  # tokens
+    # Offline there is no training set: train on the first N articles of the dev file and score
+    # on the rest (0: train on --train FILE or the hub's training set).
+    train_articles: int = 0
+
+    def validate(self) -> "SquadConfig":
+        for f in ("doc_stride", "max_query_len", "n_best", "max_answer_len"):
+            if getattr(self, f) <= 0:
+                raise ValueError(f"squad.{f} must be positive, got {getattr(self, f)}")
+        if self.train_articles < 0:
+            raise ValueError(f"squad.train_articles must be >= 0, got {self.train_articles}")
+        return self
+
+
+def split_overrides(overrides: Iterable[str]) -> tuple[SquadConfig, list[str]]:
+    """``squad.*`` overrides applied to a :class:`SquadConfig`; the rest returned for
+    :func:`~.classifier.apply_finetune_overrides`."""
+    cfg, rest = SquadConfig(), []
+    hints = typing.get_type_hints(SquadConfig)
+    for item in overrides:
+        key, eq, raw = item.partition("=")
+        if not key.strip().startswith("squad."):
+            rest.append(item)
+            continue
+        name = key.strip()[len("squad."):]
+        if not eq or name not in hints:
+            raise unknown_key(key.strip(), sorted(f"squad.{n}" for n in hints))
+        setattr(cfg, name, _parse(raw.strip(), hints[name], key.strip()))
+    return cfg.validate(), rest
+
+
+class SpanQA(nn.Module):
+    """An ELECTRA encoder plus a linear span head: start and end logits per position."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.config = cfg
+        self.encoder = Encoder(cfg)
+        self.head = nn.Linear(cfg.hidden_size, 2)  # named like the classifier's: same lr groups
+        nn.init.xavier_uniform_(self.head.weight)  # tf.layers.dense's default, as officially
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(start, end)`` logits, each ``(b, n)``; only ``[CLS]`` and the passage are open."""
+        h = self.encoder(input_ids, attention_mask, token_type_ids)  # (b, n, d)
+        logits = self.head(h).float()  # (b, n, 2)
+        allowed = (token_type_ids == 1) & attention_mask.bool()
+        allowed[:, 0] = True
+        logits = logits.masked_fill(~allowed.unsqueeze(-1), NEG)
+        return logits[..., 0], logits[..., 1]
+
+
+def span_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, starts: torch.Tensor,
+              ends: torch.Tensor, *, reduction: str = "sum") -> torch.Tensor:
+    """``(CE(start) + CE(end)) / 2`` per window, summed (official) or averaged over the batch."""
+    losses = (F.cross_entropy(start_logits, starts, reduction="none")
+              + F.cross_entropy(end_logits, ends, reduction="none")) / 2  # (b,)
+    return losses.sum() if reduction == "sum" else losses.mean()
+
+
+def build_span_qa(pretrained: Electra, cfg: FinetuneConfig) -> SpanQA:
+    """A :class:`SpanQA` holding a copy of ``pretrained``'s discriminator encoder (with
+    ``from_scratch``, a fresh one of the same shape). Seed torch first: the head is random."""
+    mcfg = pretrained.config
+    if cfg.encoder_dropout is not None:
+        mcfg = dataclasses.replace(mcfg, dropout=cfg.encoder_dropout,
+                                   attention_dropout=cfg.encoder_dropout)
+    model = SpanQA(mcfg)
+    source = (Electra(pretrained.config) if cfg.from_scratch else pretrained).discriminator
+    model.encoder.load_state_dict(source.encoder.state_dict())
+    return model
+
+
+# ------------------------------------------------------------------------------ on disk
+
+
+@dataclass
+class FinetunedQA:
+    """A fine-tuned question answerer: what ``predict`` needs."""
+
+    model: SpanQA
+    tokenizer: Any
+    task: str  # "squad" or "squad_v2"
+    config: FinetuneConfig
+    squad: SquadConfig
+    na_prob_threshold: float  # 2.0: answer "" above this P(no answer); 1.1: 1.0 (never)
+
+
+def save_qa(qa: FinetunedQA, path: str | Path, *, result: dict | None = None) -> Path:
+    """Weights, configs, the no-answer threshold, the tokenizer and checksums in ``path``."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in qa.model.state_dict().items()}, path / WEIGHTS)
+    meta = {"task": qa.task, "kind": "span_qa", "na_prob_threshold": qa.na_prob_threshold,
+            "model": dataclasses.asdict(qa.model.config),
+            "finetune": dataclasses.asdict(qa.config), "squad": dataclasses.asdict(qa.squad),
+            "result": result}
+    (path / META).write_text(json.dumps(meta, indent=2) + "\n")
+    qa.tokenizer.save(path)
+    sums = sha256_sums(path, [WEIGHTS, VOCAB])
+    (path / CHECKSUMS).write_text(json.dumps({"sha256": sums}, indent=2) + "\n")
+    return path
+
+
+def is_qa_model(path: str | Path) -> bool:
+    """Whether ``path`` is a directory written by :func:`save_qa`."""
+    try:
+        return json.loads((Path(path) / META).read_text()).get("kind") == "span_qa"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def load_qa(path: str | Path, *, device: str = "cpu") -> FinetunedQA:
+    """The model :func:`save_qa` wrote, in eval mode."""
+    path = Path(path)
+    try:
+        meta = json.loads((path / META).read_text())
+        mcfg = _from_dict(ModelConfig, meta["model"], prefix="model.")
+        cfg = _from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
+        squad = _from_dict(SquadConfig, meta["squad"], prefix="squad.")
+        task, thresh = meta["task"], float(meta["na_prob_threshold"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"{path / META}: not a fine-tuned question answerer "
+                         f"({type(e).__name__}: {e})") from None
+    verify_checksums(path, [WEIGHTS, VOCAB])
+    model = SpanQA(mcfg)
+    try:
+        model.load_state_dict(load_file(path / WEIGHTS))
+    except SafetensorError as e:
+        raise ValueError(f"{path / WEIGHTS}: damaged or truncated ({e})") from None
+    return FinetunedQA(model.to(device).eval(), WordPieceTokenizer.load(path), task, cfg, squad,
+                       thresh)

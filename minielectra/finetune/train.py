@@ -1,0 +1,306 @@
+"""Fine-tuning the discriminator on one GLUE task, the way the ELECTRA paper measured it.
+
+Paper section 3.1 and appendix Table 7; official code: google-research/electra
+``configure_finetuning.py``, ``finetune/classification/classification_tasks.py``. The model, its
+optimiser groups and loss are :mod:`.classifier` (the recipe is listed there); this module is the
+loop around them:
+
+- **Data**: batch 32, length 128 (longest-first truncation), 3 epochs (10 for RTE and STS-B);
+  STS-B is regression on ``label / 5``; MRPC and STS-B training sets are doubled with the two
+  segments swapped. Each epoch is a fresh permutation; ``shuffle_buffer=100`` reproduces the
+  official stream instead (shuffled once, repeated, read through a 100-example buffer).
+- **Protocol**: the paper reports the median dev score over 10 runs (``seeds``); we keep the
+  median *run*, so its score, other metrics and saved model belong together.
+
+The command's entry point (GLUE, SQuAD or your own files): :mod:`.run`; several GLUE tasks
+and the table: :mod:`.glue.suite`. Axis letters: b batch, n sequence, c classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from ..model.electra import Electra
+from ..data.tokenizer import WordPieceTokenizer
+from ..training.checkpoints import resolve_checkpoint
+from ..training.optim import AdamWeightDecay
+from . import fewsample, metrics
+from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate,
+                         layerwise_param_groups, lr_factor, optimizer_step, task_loss)
+from .epochs import EpochScores
+from .glue.data import load_split
+from .saved import save_finetuned
+from .owndata.data import UserTask
+from .task import Task, subset, swap_segments
+from .windows import (Encoded, encode_texts, predict_texts, warn_long,
+                      warn_untrained_positions)
+
+# ------------------------------------------------------------------------------------- data
+
+
+@dataclass
+class TaskData:
+    """A task's examples, tokenised once and shared by every seed."""
+
+    train: list[tuple[list, list]]
+    train_labels: list
+    dev: list[tuple[list, list]]
+    dev_labels: list
+    raw_train_examples: int  # after max_train_examples, before MRPC/STS-B doubling
+    available_train_examples: int  # the whole training set
+    dev_owner: list[int] | None = None  # with long_text="windows": each dev row's text
+    long_texts: dict[str, int] = dataclasses.field(default_factory=dict)  # texts too long
+
+
+def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
+                 max_train_examples: int | None = None) -> TaskData:
+    """Tokenised train and dev sets; ``max_train_examples`` keeps a fixed random subset."""
+    if isinstance(task, UserTask):  # a user's files or hub dataset, read when the task was built
+        full, dev = list(task.train_examples), list(task.dev_examples)
+    else:
+        full = load_split(task, "train", data_dir=data_dir)
+        dev = load_split(task, "dev", data_dir=data_dir)
+    train = subset(full, max_train_examples)
+    raw = len(train)
+    if task.swap_augment and cfg.double_unordered:
+        train = swap_segments(train)
+    mode = cfg.long_text
+    tr, dv = (encode_texts(tokenizer, split, cfg.max_seq_len, long_text=mode)
+              for split in (train, dev))
+    for enc, what in ((tr, "training"), (dv, "dev")):
+        warn_long(enc, f"{task.name}, {what} set", mode, pairs=task.is_pair)
+    labels = [e.label for e in train]
+    return TaskData(tr.rows, labels if tr.owner is None else [labels[t] for t in tr.owner],
+                    dv.rows, [e.label for e in dev], raw, len(full), dv.owner,
+                    {"train": tr.long, "dev": dv.long})
+
+
+# ------------------------------------------------------------------------- train and evaluate
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def batch_order(n: int, batch_size: int, epochs: int, gen: torch.Generator, *,
+                shuffle_buffer: int = 0) -> list[torch.Tensor]:
+    """The training examples of every step: ``ceil(n / batch_size) * epochs`` index tensors.
+
+    ``shuffle_buffer=0``: each epoch a fresh permutation split into batches, the last one smaller.
+    ``shuffle_buffer=N``: the official stream. The set is shuffled once and padded with dummy
+    slots to a multiple of the batch (their loss is zero there, so we simply drop them: a batch
+    may come out smaller, or, for a set much smaller than a batch, empty), repeated without end
+    and read through a ``tf.data`` shuffle buffer: hold ``N`` elements, emit a uniformly chosen
+    one, put the next input element in its place.
+    """
+    steps = math.ceil(n / batch_size)
+    if shuffle_buffer == 0:
+        return [idx for _ in range(epochs)
+                for idx in torch.randperm(n, generator=gen).split(batch_size)]
+    once = torch.randperm(n, generator=gen).tolist() + [-1] * (steps * batch_size - n)
+    stream = itertools.cycle(once)
+    buffer = list(itertools.islice(stream, shuffle_buffer))
+    picks = torch.randint(shuffle_buffer, (steps * epochs * batch_size,), generator=gen).tolist()
+    out = []
+    for j in picks:
+        out.append(buffer[j])
+        buffer[j] = next(stream)
+    batches = torch.tensor(out).view(-1, batch_size)
+    return [b[b >= 0] for b in batches]
+
+
+def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg: FinetuneConfig,
+                     *, seed: int, pad_id: int, progress: bool = True,
+                     on_epoch=None) -> dict[str, Any]:
+    """The recipe's optimisation loop; data order from a generator seeded with ``seed``.
+    ``on_epoch(epoch)`` (1-based) runs after each epoch's last step (:mod:`.epochs`)."""
+    device = next(model.parameters()).device
+    gen = torch.Generator().manual_seed(seed)
+    epochs = cfg.epochs or task.epochs
+    # The official preprocessing pads the training set to a multiple of the batch with dummy
+    # examples whose loss is zeroed, so it also takes ceil(n / bs) steps an epoch; with the summed
+    # loss our smaller last batch is exactly such a padded batch (a mean would up-weight it).
+    order = batch_order(len(data.train), cfg.batch_size, epochs, gen,
+                        shuffle_buffer=cfg.shuffle_buffer)
+    total = len(order)
+    per_epoch = total // epochs  # both orders take ceil(n / batch_size) steps an epoch
+    warmup = int(cfg.warmup_fraction * total)
+    opt = AdamWeightDecay(layerwise_param_groups(model, cfg), lr=cfg.learning_rate,
+                          betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
+                          bias_correction=cfg.bias_correction)
+    peaks = [g["lr"] for g in opt.param_groups]
+    labels = torch.tensor(data.train_labels,
+                          dtype=torch.float32 if task.is_regression else torch.long)
+    model.train()
+    losses = []
+    with tqdm(total=total, desc=f"{task.name} seed {seed}", disable=not progress) as bar:
+        for step, idx in enumerate(order):
+            bar.update()
+            if len(idx) == 0:  # all dummies (official stream, a set smaller than a batch)
+                continue
+            batch = {k: v.to(device) for k, v in
+                     collate([data.train[i] for i in idx], pad_id).items()}
+            for group, peak in zip(opt.param_groups, peaks):
+                group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
+            loss = task_loss(task, model(**batch), labels[idx].to(device),
+                             reduction=cfg.loss_reduction)
+            losses.append(optimizer_step(model, opt, loss, cfg, len(idx)))
+            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", refresh=False)
+            if on_epoch is not None and (step + 1) % per_epoch == 0:
+                on_epoch((step + 1) // per_epoch)
+    return {"epochs": epochs, "steps": total, "warmup_steps": warmup,
+            "final_train_loss": float(np.mean(losses[-20:]))}
+
+
+def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: FinetuneConfig, *,
+             pad_id: int) -> dict[str, float]:
+    """Every metric of ``task`` on its dev set, in percent."""
+    dev = Encoded(data.dev, data.dev_owner, len(data.dev_labels), 0, cfg.max_seq_len)
+    outputs, _ = predict_texts(model, task, dev, pad_id=pad_id, batch_size=cfg.eval_batch_size)
+    return metrics.compute_metrics(task, outputs, np.asarray(data.dev_labels))
+
+
+# ------------------------------------------------------------------------ the library entry points
+
+
+def resolve_pretrained(checkpoint: str | Path) -> Path:
+    """The checkpoint directory behind ``checkpoint``: ``"bundled"``, a ``minielectra pretrain
+    --out`` run directory (its latest checkpoint: the final one once the run is done), a
+    minielectra checkpoint directory, or a transformers ELECTRA directory
+    (:func:`~minielectra.training.checkpoints.resolve_checkpoint`)."""
+    return resolve_checkpoint(checkpoint)
+
+
+def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:
+    """The pre-trained :class:`Electra` and the directory it came from (None: a model given in
+    memory). Resolved and loaded once, however many tasks and seeds then use it."""
+    if isinstance(checkpoint, nn.Module):
+        return checkpoint, None
+    path = resolve_pretrained(checkpoint)
+    return Electra.from_pretrained(path), str(path)
+
+
+def get_tokenizer(pretrained, cfg: FinetuneConfig):
+    """``finetune.vocab`` if set, else the tokenizer that came with the checkpoint."""
+    if cfg.vocab:
+        tokenizer = WordPieceTokenizer.from_vocab_file(cfg.vocab)
+    elif getattr(pretrained, "tokenizer", None) is not None:
+        tokenizer = pretrained.tokenizer
+    else:
+        raise ValueError("the checkpoint has no tokenizer; pass one with "
+                         "--set finetune.vocab=PATH/vocab.txt")
+    if tokenizer.vocab_size > pretrained.config.vocab_size:
+        raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens but the model only "
+                         f"{pretrained.config.vocab_size} embeddings")
+    return tokenizer
+
+
+def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneConfig, *,
+             seed: int, out: Path | None, progress: bool) -> dict[str, Any]:
+    torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
+    model = build_classifier(pretrained, task, cfg).to(_device(cfg.device))
+    fewsample.prepare(model, cfg, initializer_range=pretrained.config.initializer_range)
+    epochs = EpochScores(model, lambda: evaluate(model, task, data, cfg, pad_id=tokenizer.pad_id),
+                         task.metric, keep=cfg.keep_epoch)  # the dev set after every epoch
+    t0 = time.perf_counter()
+    info = train_classifier(model, task, data, cfg, seed=seed, pad_id=tokenizer.pad_id,
+                            progress=progress, on_epoch=epochs)
+    metrics, kept = epochs.finish()
+    seconds = time.perf_counter() - t0
+    run = {"seed": seed, "score": metrics[task.metric], "metrics": metrics, **info, **kept,
+           "train_seconds": round(seconds - epochs.seconds, 2),
+           "eval_seconds": round(epochs.seconds, 2)}
+    if out is not None:
+        save_finetuned(model, tokenizer, task, cfg, out, result=run)
+    return run
+
+
+def median_run(runs: Sequence[dict]) -> int:
+    """Index of the run with the median score; with an even number of runs, the lower of the
+    two middle ones. A real run, so that the score, its other metrics (MRPC's F1, STS-B's
+    Pearson) and the saved model all belong together; ties go to the earlier seed."""
+    order = sorted(range(len(runs)), key=lambda i: (runs[i]["score"], i))
+    return order[(len(runs) - 1) // 2]
+
+
+def _summarise(task: Task, runs: list[dict], data: TaskData, cfg: FinetuneConfig,
+               source: str | None) -> dict[str, Any]:
+    """The JSON of a ``finetune`` call: the median run is the result (the paper's protocol)."""
+    best = runs[median_run(runs)]
+    scores = [r["score"] for r in runs]
+    return {
+        "task": task.name, "metric": metrics.METRIC_NAMES[task.metric], "metric_key": task.metric,
+        "score": best["score"], "metrics": best["metrics"], "median_seed": best["seed"],
+        "scores": scores, "median": float(np.median(scores)), "std": float(np.std(scores)),
+        "seeds": [r["seed"] for r in runs], "checkpoint": source,
+        "train_examples": data.raw_train_examples,
+        "train_examples_available": data.available_train_examples,
+        "train_subset": data.raw_train_examples < data.available_train_examples,
+        "train_examples_used": len(data.train), "dev_examples": len(data.dev_labels),
+        "kept_epoch": best.get("kept_epoch"), "best_epoch": best.get("best_epoch"),
+        "epoch_scores": best.get("epoch_scores"),
+        "texts_over_max_seq_len": data.long_texts,
+        "config": dataclasses.asdict(cfg), "runs": runs,
+    }
+
+
+def _keep_median_model(out: Path, runs: list[dict], median_seed: int, keep_all: bool) -> None:
+    """Copy the median run's model from ``out/seed-N/`` to ``out/`` (what ``predict --model out``
+    loads); the other runs' folders are deleted unless ``keep_all``, as the official code does."""
+    for f in (out / f"seed-{median_seed}").iterdir():
+        shutil.copy2(f, out / f.name)
+    if not keep_all:
+        for r in runs:
+            shutil.rmtree(out / f"seed-{r['seed']}")
+
+
+def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *, out, seed,
+              seeds, data_dir, max_train_examples, progress, save_model,
+              keep_all_models) -> dict[str, Any]:
+    if cfg.max_seq_len > pretrained.config.max_position_embeddings:
+        raise ValueError(f"finetune.max_seq_len {cfg.max_seq_len} exceeds the model's "
+                         f"max_position_embeddings {pretrained.config.max_position_embeddings}")
+    tokenizer = get_tokenizer(pretrained, cfg)
+    data = prepare_data(task, tokenizer, cfg, data_dir=data_dir,
+                        max_train_examples=max_train_examples)
+    warn_untrained_positions(source, data.train, f"{task.name}, training set")
+    save = out is not None and save_model
+    threads = torch.get_num_threads()
+    if cfg.num_threads > 0:
+        torch.set_num_threads(cfg.num_threads)
+    try:
+        runs = [_run_one(pretrained, tokenizer, task, data, cfg, seed=s, progress=progress,
+                         out=None if not save else (out if seeds == 1 else out / f"seed-{s}"))
+                for s in range(seed, seed + seeds)]
+    finally:
+        torch.set_num_threads(threads)
+    result = _summarise(task, runs, data, cfg, source)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        if save and seeds > 1:
+            _keep_median_model(out, runs, result["median_seed"], keep_all_models)
+        (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def check_counts(seeds: int, max_train_examples: int | None) -> None:
+    if seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    if max_train_examples is not None and max_train_examples < 1:
+        raise ValueError(f"--max-train-examples must be >= 1 (leave it out for the whole "
+                         f"training set), got {max_train_examples}")
