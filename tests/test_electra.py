@@ -170,6 +170,40 @@ def test_gumbel_max_follows_softmax():
         assert chi2 < 20.5, chi2  # chi-square 5 dof, p = 0.001
 
 
+def test_sampling_draws_what_torch_multinomial_draws():
+    """Two-sample chi-square: 200k draws of ours against 200k of ``torch.multinomial`` from the
+    same softmax, per token (tokens with few expected draws pooled), over a long-tailed
+    vocabulary of 300 with large tokens at both ends of the running sum, at two temperatures;
+    tokens with a ``-inf`` logit are never drawn."""
+    from scipy.stats import chi2
+    g = torch.Generator().manual_seed(0)
+    v, draws = 300, 200_000
+    logits = torch.randn(v, generator=g) * 3  # probabilities from ~0.2 down to ~1e-10
+    logits[[0, v - 1]] = logits.max() + 1.0
+    logits[[5, 17]] = float("-inf")
+    for temperature in (1.0, 0.7):
+        ours = gumbel_max_sample(logits.expand(draws, -1), temperature=temperature, generator=g)
+        probs = torch.softmax(logits.double() / temperature, -1)
+        ref = torch.multinomial(probs.expand(4, -1), draws // 4, replacement=True, generator=g)
+        a, b = (torch.bincount(s.flatten(), minlength=v).double() for s in (ours, ref))
+        assert a[[5, 17]].sum() == 0
+        common = probs * draws >= 20  # the rest pooled into one bin
+        a = torch.cat([a[common], a[~common].sum()[None]])
+        b = torch.cat([b[common], b[~common].sum()[None]])
+        stat = ((a - b) ** 2 / (a + b).clamp_min(1)).sum().item()
+        assert stat < chi2.ppf(0.999, len(a) - 1), (temperature, stat, len(a))
+
+
+def test_sampling_reaches_a_rare_token_behind_the_bulk_of_the_mass():
+    """A token of probability 1e-4 after 0.9999 of the running sum, drawn at its rate (a float32
+    running sum would still resolve it; the float64 one resolves 1e-12)."""
+    logits = torch.tensor([0.0, math.log(1e-4 / (1 - 1e-4))])
+    draws = 2_000_000
+    s = gumbel_max_sample(logits.expand(draws, -1), generator=torch.Generator().manual_seed(3))
+    expected = 1e-4 * draws  # 200
+    assert abs((s == 1).sum().item() - expected) < 5 * math.sqrt(expected)
+
+
 def test_gumbel_sampling_runs_in_float32_for_half_logits():
     """bf16 logits draw exactly what the same values in float32 draw: noise and sum are fp32.
 
@@ -339,8 +373,10 @@ def test_tiny_batch_is_overfit():
     ids, am = batch(b=4, n=16)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     first = None
-    for step in range(150):
-        # a fixed seed each step: the same mask and samples, so the batch can be memorised
+    for step in range(300):
+        # A fixed seed each step: the same mask and the same uniform per sample, so the batch
+        # can be memorised. The samples settle once the generator puts most of its mass on the
+        # originals (inverse-CDF sampling moves a sample whenever the mass before it changes).
         out = model(ids, am, generator=torch.Generator().manual_seed(0))
         first = first if first is not None else out.loss.item()
         opt.zero_grad()

@@ -21,6 +21,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from .linear import Linear
+
 
 def padding_mask(attention_mask: torch.Tensor | None) -> torch.Tensor | None:
     """``(b, m)`` 1/0 keep-mask -> ``(b, 1, 1, m)`` boolean, broadcast over heads and queries."""
@@ -77,8 +79,8 @@ class MultiHeadAttention(nn.Module):
         self.num_heads = num_heads
         self.dropout = dropout
         self.impl = impl
-        self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
-        self.out = nn.Linear(hidden_size, hidden_size)
+        self.qkv = Linear(hidden_size, 3 * hidden_size)
+        self.out = Linear(hidden_size, hidden_size)
         # model.extra_norm: a LayerNorm on the merged heads, before the output projection
         self.merged_norm = (nn.LayerNorm(hidden_size, eps=merged_norm_eps)
                           if merged_norm_eps is not None else None)

@@ -31,6 +31,7 @@ from torch import nn
 from ..config import ModelConfig, ObjectiveConfig
 from . import checkpoint
 from .gdes import ResidualEmbeddings
+from .linear import Linear, linear
 from .transformer import Embeddings, Encoder, init_sinusoidal_positions, init_weights
 
 # ----------------------------------------------------------------------------- 1. masking
@@ -120,14 +121,14 @@ class Generator(nn.Module):
                  embeddings: Embeddings | None = None):
         super().__init__()
         self.encoder = encoder if encoder is not None else Encoder(cfg, embeddings=embeddings)
-        self.head_dense = nn.Linear(cfg.hidden_size, cfg.embedding_size)
+        self.head_dense = Linear(cfg.hidden_size, cfg.embedding_size)
         self.head_norm = nn.LayerNorm(cfg.embedding_size, eps=cfg.layer_norm_eps)
         self.output_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """``(..., d_g)`` hidden states -> ``(..., v)`` vocabulary logits."""
         h = self.head_norm(F.gelu(self.head_dense(hidden)))  # (..., embedding_size)
-        return h @ self.encoder.embeddings.word.weight.T + self.output_bias
+        return linear(h, self.encoder.embeddings.word.weight, self.output_bias)  # h @ W^T + b
 
     def slot_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                     token_type_ids: torch.Tensor | None, positions: torch.Tensor) -> torch.Tensor:
@@ -149,16 +150,23 @@ class Generator(nn.Module):
 
 def gumbel_max_sample(logits: torch.Tensor, *, temperature: float = 1.0,
                       generator: torch.Generator | None = None) -> torch.Tensor:
-    """One sample per row of ``softmax(logits / temperature)`` by the Gumbel-max trick.
+    """One sample per row of ``softmax(logits / temperature)``: the distribution of the Gumbel-max
+    trick, drawn with one random number per row.
 
-    ``argmax(logits + g)`` with ``g = -log(-log(u))``, ``u ~ U(0, 1)`` is an exact sample. It
-    runs in float32: in half precision the noise is too coarse (a known PyTorch fp16 Gumbel bug)
-    and rare tokens are never drawn. The ``1e-9`` terms are the official code's.
+    The official code takes ``argmax(logits + g)`` with ``g = -log(-log(u))``, one ``u ~ U(0, 1)``
+    per vocabulary entry: ``v`` draws and two logarithms per row, about a tenth of a CPU step for
+    a small model. The same exact sample comes from the inverse of the cumulative distribution: the
+    first token whose running sum of ``exp(logit - max)`` exceeds ``u`` times the total. The sums
+    are float64 (in float32 a token below ~1e-7 of the running sum would get no interval of its
+    own) and the logits float32, whatever the autocast precision.
     """
-    logits = logits.detach().float() / temperature  # no gradient through the sample
-    u = torch.rand(logits.shape, device=logits.device, generator=generator)
-    gumbel = -torch.log(-torch.log(u + 1e-9) + 1e-9)
-    return (logits + gumbel).argmax(dim=-1)
+    z = logits.detach().float() / temperature  # (..., v); no gradient through the sample
+    weights = (z - z.amax(-1, keepdim=True)).exp().double()  # (..., v), the largest is 1
+    cdf = weights.cumsum(-1)
+    u = torch.rand(*z.shape[:-1], 1, dtype=torch.float64, device=z.device, generator=generator)
+    # right=True: a token of weight 0 (an equal running sum) is never chosen
+    picked = torch.searchsorted(cdf, u * cdf[..., -1:], right=True)  # (..., 1)
+    return picked.squeeze(-1).clamp_max(z.shape[-1] - 1)  # u * total rounded up to the total
 
 
 # ------------------------------------------------------------------------ 4. replacing tokens
@@ -185,8 +193,8 @@ class Discriminator(nn.Module):
     def __init__(self, cfg: ModelConfig, *, embeddings: Embeddings | None = None):
         super().__init__()
         self.encoder = Encoder(cfg, embeddings=embeddings)
-        self.head_dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
-        self.head_out = nn.Linear(cfg.hidden_size, 1)
+        self.head_dense = Linear(cfg.hidden_size, cfg.hidden_size)
+        self.head_out = Linear(cfg.hidden_size, 1)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, padding_mask
+from .linear import Linear
 from ..config import ModelConfig
 
 
@@ -56,11 +57,11 @@ class Block(nn.Module):
         self.attn = MultiHeadAttention(d, cfg.num_heads, dropout=cfg.attention_dropout,
                                        impl=cfg.attention, merged_norm_eps=extra_eps)
         self.attn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
-        self.ffn_in = nn.Linear(d, cfg.intermediate_size)
+        self.ffn_in = Linear(d, cfg.intermediate_size)
         # model.extra_norm: a LayerNorm on the FFN's activations, before its second layer
         self.ffn_mid_norm = (nn.LayerNorm(cfg.intermediate_size, eps=cfg.layer_norm_eps)
                              if cfg.extra_norm else None)
-        self.ffn_out = nn.Linear(cfg.intermediate_size, d)
+        self.ffn_out = Linear(cfg.intermediate_size, d)
         self.ffn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.dropout)
 
@@ -79,7 +80,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.embeddings = embeddings if embeddings is not None else Embeddings(cfg)
         # Each network keeps its own projection even when embeddings are shared (official code).
-        self.embed_proj = (nn.Linear(cfg.embedding_size, cfg.hidden_size)
+        self.embed_proj = (Linear(cfg.embedding_size, cfg.hidden_size)
                            if cfg.embedding_size != cfg.hidden_size else nn.Identity())
         # ALBERT-style sharing (model.share_layers, ALECTRA) keeps one block and applies it
         # num_layers times: the compute of num_layers blocks, the parameters of one.
