@@ -44,18 +44,26 @@ from minielectra.training.step import train_step
 # Dense bf16 tensor-core peaks (TFLOP/s, without sparsity), from the vendors' data sheets.
 PEAKS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 70.0, "L4": 121.0,
          "RTX 4090": 165.0, "RTX 3090": 71.0}
-TARGET_STEPS_PER_S = 80.0  # 1M steps in under 3.5 hours on an H100
+TARGET_STEPS_PER_S = 150.0  # 1M steps in under two hours on an H100
 
 
-def make_step(model, t, device):
-    """``train_step`` as the loop calls it: schedule, per-step reseed, optimiser, compile."""
+def make_step(model, t, device, *, mode: str = "default"):
+    """``train_step`` as the loop calls it: schedule, per-step reseed, optimiser, compile.
+
+    ``mode="reduce-overhead"`` records the compiled forward and backward as CUDA graphs: one
+    launch replays the step's ~1000 kernels. Their outputs live in memory the next replay
+    reuses, so each step first marks a new one (the loop keeps only values derived from them).
+    """
     optimizer = build_optimizer(model, t, device)
-    net = torch.compile(model) if t.compile else model
+    net = torch.compile(model, mode=mode) if t.compile else model
     counter = itertools.count()
+    graphs = t.compile and mode == "reduce-overhead"
 
     def step(batches):
         i = next(counter)
         set_lr(optimizer, lr_at(i, t), t, i)
+        if graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         return train_step(net, batches, optimizer, None, t=t, device=device, sampler=None,
                           reseed=lambda micro: seed_slice(t.seed, i))
     return step
@@ -79,9 +87,10 @@ def peak_tflops(device: torch.device, given: float | None) -> float | None:
     return next((v for k, v in PEAKS.items() if k in name), None)
 
 
-def summary(name: str, rates: list[float], flops: int, peak: float | None) -> dict:
+def summary(name: str, rates: list[float], flops: int, peak: float | None, batch: int) -> dict:
     med = statistics.median(rates)
     return {"steps_per_s": round(med, 3), "spread": [round(min(rates), 3), round(max(rates), 3)],
+            "sequences_per_s": round(med * batch, 1),
             "achieved_tflops": round(med * flops / 1e12, 3),
             "mfu": round(med * flops / (peak * 1e12), 4) if peak else None,
             "hours_per_1m_steps": round(1e6 / med / 3600, 1)}
@@ -91,7 +100,7 @@ def readme_rows(r: dict) -> list[str]:
     shape = f"batch {r['batch'][0]} x {r['batch'][1]}, {r['precision']}" + (
         " + compile" if r["compile"] else "")
     rows = []
-    for side in ("minielectra", "transformers"):
+    for side in [s for s in ("minielectra", "transformers") if s in r]:
         s = r[side]
         mfu = f"{100 * s['mfu']:.1f}% MFU" if s["mfu"] is not None else (
             f"{s['achieved_tflops']:.2f} TFLOP/s (no peak stated)")
@@ -108,6 +117,10 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--precision", default="bf16", choices=["fp32", "bf16"])
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--mode", default="default", choices=["default", "reduce-overhead"],
+                    help="torch.compile's mode (reduce-overhead: CUDA graphs)")
+    ap.add_argument("--only-minielectra", action="store_true",
+                    help="leave out transformers' modules (the variants of one side)")
     ap.add_argument("--steps", type=int, default=20, help="steps per timed round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--peak-tflops", type=float, help="the device's peak, for MFU (a measured "
@@ -135,8 +148,11 @@ def measure(args: argparse.Namespace, command: str) -> dict:
     ids[:, 0], ids[:, -1] = cfg.cls_token_id, cfg.sep_token_id
     batches = itertools.repeat({"input_ids": ids, "attention_mask": torch.ones_like(ids),
                                 "token_type_ids": torch.zeros_like(ids)})
-    models = {"minielectra": Electra(cfg, obj), "transformers": HFElectra(cfg, obj)}
-    steps = {k: make_step(m.to(device).train(), t, device) for k, m in models.items()}
+    models = {"minielectra": Electra(cfg, obj)}
+    if not args.only_minielectra:
+        models["transformers"] = HFElectra(cfg, obj)
+    steps = {k: make_step(m.to(device).train(), t, device, mode=args.mode)
+             for k, m in models.items()}
     compile_s, memory = {}, {}
     for name, step in steps.items():  # warm-up, and compilation
         if cuda:
@@ -156,6 +172,7 @@ def measure(args: argparse.Namespace, command: str) -> dict:
     result = {
         "benchmark": "ELECTRA-Small training steps/s, minielectra vs transformers, one process",
         "batch": [args.batch, args.seq_len], "precision": t.precision, "compile": t.compile,
+        "compile_mode": args.mode if t.compile else None,
         "device": device.type, "command": command,
         "device_name": (torch.cuda.get_device_name() if cuda else
                         f"{platform.processor() or platform.machine()} CPU, "
@@ -166,14 +183,16 @@ def measure(args: argparse.Namespace, command: str) -> dict:
                       "no peak stated for this device: MFU not computed"),
         "warmup_s (incl. compile)": compile_s,
         "peak_memory_gib (warm-up steps)": memory,
-        **{k: summary(k, v, flops, peak) for k, v in rates.items()},
-        "ratio": round(statistics.median(rates["minielectra"])
-                       / statistics.median(rates["transformers"]), 3),
+        **{k: summary(k, v, flops, peak, args.batch) for k, v in rates.items()},
+        "ratio": (round(statistics.median(rates["minielectra"])
+                        / statistics.median(rates["transformers"]), 3)
+                  if "transformers" in rates else None),
         "rounds": {k: [round(x, 3) for x in v] for k, v in rates.items()},
     }
     if cuda and args.batch == 128 and args.seq_len == 128:
-        result["target_80_steps_per_s_met"] = result["minielectra"]["steps_per_s"] >= \
-            TARGET_STEPS_PER_S
+        result["target_steps_per_s"] = {
+            "target": TARGET_STEPS_PER_S,
+            "met": result["minielectra"]["steps_per_s"] >= TARGET_STEPS_PER_S}
     result["readme_rows"] = readme_rows(result)
     return result
 

@@ -71,6 +71,9 @@ def _add_finetune(sub, sets: dict) -> None:
     p.add_argument("--long-text", choices=LONG, default="truncate", help=LONG_HELP)
     p.add_argument("--keep-epoch", choices=["best", "last"], default="best", help="the epoch "
                    "kept: best dev score (a little optimistic there), or last (the paper's)")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, help="torch.compile the "
+                   "training step (default: on a CPU when the run is long enough to repay the "
+                   "compiling, by a measured rule)")
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_finetune)
 
@@ -104,7 +107,9 @@ def _add_pretrain(sub, sets: dict) -> None:
                    help="where to train (default: the preset's, auto: a GPU when there is one)")
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"],
                    help="number format (default: fp32; bf16 for GPU presets on a GPU)")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, help="torch.compile the "
+                   "step (default: on a CPU when the run is long enough to repay the compiling, "
+                   "by a measured rule; on a GPU for the GPU presets)")
     p.add_argument("--seed", type=int, help="seed of weights, data order and masking "
                    "(default: the preset's, 0)")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")

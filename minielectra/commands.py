@@ -23,7 +23,7 @@ def pretrain_config(args: argparse.Namespace):
     flags = {"data.corpus": args.corpus, "data.prepared": args.data, "train.out_dir": args.out,
              "train.max_steps": args.max_steps, "train.device": args.device,
              "train.precision": args.precision, "train.seed": args.seed,
-             "train.compile": True if args.compile else None}
+             "train.compile": args.compile}
     overrides = [f"{k}={v}" for k, v in flags.items() if v is not None]
     cfg = apply_overrides(cfg, overrides + list(args.set))
     given = override_keys(overrides + list(args.set))
@@ -32,6 +32,11 @@ def pretrain_config(args: argparse.Namespace):
         if defaults.get("train.precision") == "bf16" and not _bf16_ok():
             defaults["train.precision"] = "fp32"
         cfg = apply_overrides(cfg, [f"{k}={v}" for k, v in defaults.items()])
+    elif "train.compile" not in given and not _on_gpu(cfg.train.device):
+        from .training.compiling import decide_pretrain
+        choice = decide_pretrain(cfg)  # on a CPU: when the run repays the compiling
+        cfg = apply_overrides(cfg, [f"train.compile={choice.compile}"])
+        print(choice.line, file=sys.stderr)
     return cfg.validate()
 
 
@@ -89,6 +94,8 @@ def cmd_finetune(args) -> dict:
     checkpoint = shipped_checkpoint(args)
     flags = [f"finetune.long_text={args.long_text}", f"finetune.keep_epoch={args.keep_epoch}"]
     flags += ["finetune.from_scratch=true"] if args.from_scratch else []
+    # no --compile/--no-compile: None, the measured rule decides once the steps are known
+    flags += [f"finetune.compile={'none' if args.compile is None else args.compile}"]
     result = finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
                       overrides=flags + args.set, max_train_examples=args.max_train_examples,
                       train=args.train, dev=args.dev, columns=columns,

@@ -66,6 +66,26 @@ def test_a_second_call_skips_what_is_done(dry_run):
     assert "=== stage" not in again.stdout  # every stage was done: none ran again
 
 
+def test_the_plan_fits_15_minute_windows_with_the_headline_in_the_first_call():
+    """Each window is one call: the machine's start (up to ~4 minutes) plus at most 10 minutes
+    a command. The first call runs stage 1 (the peak and parity) then stage 3 (the headline
+    speed) then stage 2 (the compiled graph's checks); the resume runs in the pre-training's
+    call; every stage is planned once."""
+    from gpu_check import PLAN, STAGES, plan, this_call
+    results, calls = {"stages": {}}, []
+    for minutes in (7, 9.5, 9.5, 9.5):
+        todo = this_call(plan(results, None), minutes)
+        calls.append(todo)
+        assert sum(STAGES[n][2] for n in todo) <= minutes
+        assert 4 + minutes <= (11 if len(calls) == 1 else 14)
+        results["stages"].update({str(n): {"status": "done"} for n in todo})
+    assert calls[0] == [1, 3, 2]
+    assert any({4, 5} <= set(c) for c in calls)
+    assert sorted(n for c in calls for n in c) == sorted(STAGES) == sorted(PLAN)
+    results["stages"]["6"] = {"status": "failed"}
+    assert plan(results, None) == [6]  # a failed stage comes back first
+
+
 @needs_data
 def test_pack_copies_the_data_byte_for_byte_and_measures_the_call(tmp_path):
     from gpu.pack import DATA as PACKED, LIMIT, folder_bytes, pack

@@ -1,23 +1,35 @@
 """The whole GPU verification in one command: ``python tools/gpu_check.py``.
 
-GPU time comes in short windows on a bare machine (a call of at most ~8 minutes, 30 minutes in
-all), so the checks are stages, each fitting one call, run in order; a call runs the next stages
-not yet done while its time lasts, and a later call skips what is done. Results accumulate in
-``benchmarks/results/gpu/<device>.json``: per stage the command, the date, versions, seconds,
-raw figures and the checks made (``ok`` true/false). A failed stage is tried again first.
+GPU time comes in windows of 15 minutes on one chip, the machine's start (a few minutes) and its
+idle time included, at most 10 minutes a command. So the checks are stages, run in the order of
+``PLAN``: a call runs the next stages not yet done while their expected time fits ``--minutes``
+(at least one), and a later call skips what is done. Results accumulate in
+``benchmarks/results/gpu/<device>.json``, written after every stage: per stage the command, the
+date, versions, seconds, raw figures and the checks made (``ok`` true/false). A failed stage is
+tried again first; a stage that ran out of time (``partial``) goes on where it stopped.
 
 ====  =====================================================================================
   1   environment; bf16 peak measured by a large matmul; bf16 vs fp32 parity over 20 steps;
       fused AdamW vs the library's optimiser                          (``gpu/numerics.py``)
+  3   the headline: ``small`` at 128 x 128 vs transformers' modules, steps/s, MFU against
+      stage 1's peak, peak memory (``bench_small.py``)                   (``gpu/speed.py``)
   2   ``torch.compile``: 0 graph breaks, 1 graph over 50 steps of changing masks, 0 host syncs
       under ``set_sync_debug_mode("error")``                              (``gpu/graph.py``)
-  3   speed vs transformers' modules at 128 x 128, batch 128/256/512: steps/s, MFU against
-      stage 1's peak, peak memory (``bench_small.py``)                   (``gpu/speed.py``)
-  4   ``minielectra pretrain --preset small --corpus pretrain-en``, ~4 minutes (``gpu/runs.py``)
-  5   the same run resumed (``--resume``)
+  4   ``minielectra pretrain --preset small --corpus pretrain-en``, ~3 minutes (``gpu/runs.py``)
+  5   the same run resumed (``--resume``), in the same call as stage 4
+  8   what ``small`` should run: CUDA graphs (``mode="reduce-overhead"``) vs the default
+      compile, batch 256/512 vs 128                                   (``gpu/variants.py``)
   6   fine-tuning it on SST-2 and RTE; a ``torchrun --nproc_per_node=1`` smoke
   7   lessons 05, 07, 08 as scripts on the GPU, timed beside the CPU   (``gpu/lessons.py``)
 ====  =====================================================================================
+
+The plan, one call per window (expected minutes on an H100 in ``STAGES``; ``--minutes`` is the
+command's share of its window; ``--plan`` prints what a call would run)::
+
+    call 1  --minutes 7    stages 1, 3, 2  (5.5 min expected; with the start, ~10 of the window)
+    call 2  --minutes 9.5  stages 4, 5     (8.5)
+    call 3  --minutes 9.5  stages 8, 6     (8.5)
+    call 4  --minutes 9.5  stage 7, and any stage that failed before
 
 Here (with ``MINIELECTRA_DATA_DIR`` set, and PyPI reachable for the one wheel)::
 
@@ -26,13 +38,12 @@ Here (with ``MINIELECTRA_DATA_DIR`` set, and PyPI reachable for the one wheel)::
 
 On the GPU machine, each call (carry ``.gpu_pack``; the JSON comes back through ``$OUT``)::
 
-    PYTHONUNBUFFERED=1 python tools/gpu_check.py --copy-to $OUT
+    PYTHONUNBUFFERED=1 python tools/gpu_check.py --minutes 7 --copy-to $OUT
 
-(planned: stages 1-2, 3, 4, 5, 6-7: five calls, about 28 minutes of GPU time with a machine's
-start), then copy the returned ``<device>.json`` into ``benchmarks/results/gpu/`` before the
-next call (it travels with the repository and tells the next call what is done), and at the end
-``python tools/gpu_check.py --fill benchmarks/results/gpu/<device>.json`` writes the
-measured figures into the README's and the Small guide's tables.
+then copy the returned ``<device>.json`` into ``benchmarks/results/gpu/`` and commit it before
+the next call (it travels with the repository and tells the next call what is done); ``--stage
+N`` runs one stage (again). ``python tools/gpu_check.py --fill
+benchmarks/results/gpu/<device>.json`` writes the measured figures into the results tables.
 """
 
 from __future__ import annotations
@@ -56,26 +67,33 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from gpu import graph, lessons, numerics, runs, speed  # noqa: E402
+from gpu import graph, lessons, numerics, runs, speed, variants  # noqa: E402
 from gpu.common import Context, versions  # noqa: E402
 from gpu.pack import install_wheels, pack  # noqa: E402
 
-# number: (what, the function, minutes it is expected to take on an H100, for planning calls)
+# number: (what, the function, minutes it is expected to take on an H100, for planning calls).
+# Compiling ELECTRA-Small takes about a minute on the machine's 16 cores; each figure is measured
+# on a compiled step, and the inductor cache lets later stages of a call reuse a graph.
 STAGES = {
     1: ("environment, measured bf16 peak, bf16 parity, fused AdamW",
-        lambda ctx, prev, left: numerics.run(ctx), 1.5),
+        lambda ctx, prev, left: numerics.run(ctx), 1.0),
     2: ("torch.compile: graph breaks, recompiles, host syncs",
-        lambda ctx, prev, left: graph.run(ctx), 2.5),
-    3: ("speed vs transformers' modules, batch 128/256/512",
-        lambda ctx, prev, left: speed.run(ctx, prev, seconds_left=left), 5.0),
-    4: ("pretrain --preset small on pretrain-en (~4 min)",
-        lambda ctx, prev, left: runs.pretrain(ctx), 5.5),
-    5: ("pretrain --resume (the next call)", lambda ctx, prev, left: runs.resume(ctx), 5.5),
+        lambda ctx, prev, left: graph.run(ctx), 1.5),
+    3: ("the headline: small at 128 x 128 vs transformers' modules, MFU, memory",
+        lambda ctx, prev, left: speed.run(ctx), 3.0),
+    4: ("pretrain --preset small on pretrain-en (~3 min)",
+        lambda ctx, prev, left: runs.pretrain(ctx), 4.5),
+    5: ("pretrain --resume", lambda ctx, prev, left: runs.resume(ctx), 4.0),
     6: ("fine-tune SST-2 and RTE; torchrun smoke",
-        lambda ctx, prev, left: runs.finetune(ctx), 4.5),
+        lambda ctx, prev, left: runs.finetune(ctx), 4.0),
     7: ("lessons 05, 07, 08 on the GPU", lambda ctx, prev, left: lessons.run(
         ctx, seconds_left=left), 3.5),
+    8: ("CUDA graphs vs the default compile, batch 256/512 vs 128",
+        lambda ctx, prev, left: variants.run(ctx, prev, seconds_left=left), 4.5),
 }
+# The order calls run them: the headline speed first, the command line's pre-training and its
+# resume in one call (the same machine), then what decides the preset, fine-tuning, the lessons.
+PLAN = (1, 3, 2, 4, 5, 8, 6, 7)
 
 
 def slug(name: str) -> str:
@@ -125,16 +143,30 @@ def run_stage(number: int, ctx: Context, results: dict, seconds_left: float) -> 
     return entry
 
 
-def plan(results: dict, asked: list[int] | None, minutes: float) -> list[int]:
-    """The stages asked for, or those not done yet, in order."""
+def plan(results: dict, asked: list[int] | None) -> list[int]:
+    """The stages asked for, or those not done yet in ``PLAN``'s order, failed ones first."""
     if asked:
         return asked
-    return [n for n in STAGES if results["stages"].get(str(n), {}).get("status") != "done"]
+    status = {n: results["stages"].get(str(n), {}).get("status") for n in PLAN}
+    return ([n for n in PLAN if status[n] == "failed"]
+            + [n for n in PLAN if status[n] not in ("done", "failed")])
+
+
+def this_call(todo: list[int], minutes: float) -> list[int]:
+    """The stages of ``todo`` a call of ``minutes`` expects to run: in order while their
+    expected minutes fit, at least one."""
+    out, used = [], 0.0
+    for n in todo:
+        if out and used + STAGES[n][2] > minutes:
+            break
+        out.append(n)
+        used += STAGES[n][2]
+    return out
 
 
 def summary(results: dict) -> str:
     lines = [f"{'stage':<6}{'status':<9}{'s':>7}  checks"]
-    for n in STAGES:
+    for n in PLAN:
         e = results["stages"].get(str(n))
         if not e:
             lines.append(f"{n:<6}{'-':<9}{'':>7}  not run")
@@ -153,8 +185,11 @@ def parse(argv=None) -> argparse.Namespace:
                     "shapes (packs the data into the work folder, without wheels)")
     ap.add_argument("--pack", type=Path, metavar="DIR", help="copy data and wheels into DIR")
     ap.add_argument("--no-wheels", action="store_true", help="--pack: data only")
-    ap.add_argument("--minutes", type=float, default=8.0, help="this call's time: stages run "
-                    "while their expected time fits (at least one)")
+    ap.add_argument("--minutes", type=float, default=7.0, help="this call's time: stages run "
+                    "while their expected time fits (at least one); 7 for a window's first "
+                    "call (the machine's start comes on top), 9.5 for the next ones")
+    ap.add_argument("--plan", action="store_true", help="print the stages this call would run "
+                    "(from the results file and --minutes) and stop")
     ap.add_argument("--pretrain-minutes", type=float, help="stages 4-5's training time "
                     f"(default {runs.MINUTES})")
     ap.add_argument("--results", type=Path, help="the JSON (default benchmarks/results/gpu/"
@@ -195,6 +230,11 @@ def main(argv=None) -> int:
     if args.pack:
         print(json.dumps(pack(args.pack.resolve(), wheels=not args.no_wheels), indent=2))
         return 0
+    if args.plan:  # from --results (a fresh plan without one): no GPU needed
+        todo = plan(load(args.results) if args.results else {"stages": {}}, args.stage)
+        print(f"this call ({args.minutes:g} min): stages "
+              f"{', '.join(map(str, this_call(todo, args.minutes)))} (not done yet: {todo})")
+        return 0
     begin = time.perf_counter()
     ctx = context(args)
     installed = install_wheels(REPO / ".gpu_pack", ctx.work) if ctx.cuda else []
@@ -203,7 +243,7 @@ def main(argv=None) -> int:
                             else REPO / "benchmarks" / "results" / "gpu" / f"{slug(device)}.json")
     results = load(path)
     results.update(device=device, wheels_installed=installed or results.get("wheels_installed"))
-    todo = plan(results, args.stage, args.minutes)
+    todo = plan(results, args.stage)
     for i, number in enumerate(todo):
         ctx.earlier = results["stages"]
         left = 60 * args.minutes - (time.perf_counter() - begin)

@@ -96,6 +96,9 @@ class FinetuneConfig:
     # the best dev score (every epoch is scored on the dev set either way).
     keep_epoch: typing.Literal["last", "best"] = "last"
     device: str = "auto"
+    # torch.compile the training forward: True, False, or None: on a CPU when the run repays
+    # the compiling (training.compiling's measured rule; what `minielectra finetune` passes).
+    compile: bool | None = False
     # CPU threads for this run (0: torch's default). Tiny models on a busy machine run faster
     # on 1 thread than on 2 that wait on each other.
     num_threads: int = 0

@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from tqdm.auto import tqdm
 from ..model.electra import Electra
 from ..data.tokenizer import WordPieceTokenizer
 from ..training.checkpoints import resolve_checkpoint
+from ..training.compiling import compile_module, decide_finetune
 from ..training.optim import AdamWeightDecay
 from . import fewsample, metrics
 from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate,
@@ -147,6 +149,7 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
     labels = torch.tensor(data.train_labels,
                           dtype=torch.float32 if task.is_regression else torch.long)
     model.train()
+    net = compile_module(model, device, dynamic=True) if cfg.compile else model  # lengths vary
     losses = []
     with tqdm(total=total, desc=f"{task.name} seed {seed}", disable=not progress) as bar:
         for step, idx in enumerate(order):
@@ -157,7 +160,7 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
                      collate([data.train[i] for i in idx], pad_id).items()}
             for group, peak in zip(opt.param_groups, peaks):
                 group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
-            loss = task_loss(task, model(**batch), labels[idx].to(device),
+            loss = task_loss(task, net(**batch), labels[idx].to(device),
                              reduction=cfg.loss_reduction)
             losses.append(optimizer_step(model, opt, loss, cfg, len(idx)))
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", refresh=False)
@@ -279,6 +282,7 @@ def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *
     data = prepare_data(task, tokenizer, cfg, data_dir=data_dir,
                         max_train_examples=max_train_examples)
     warn_untrained_positions(source, data.train, f"{task.name}, training set")
+    cfg = choose_compile(cfg, task, data, pretrained.config, progress=progress)
     save = out is not None and save_model
     threads = torch.get_num_threads()
     if cfg.num_threads > 0:
@@ -296,6 +300,23 @@ def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *
             _keep_median_model(out, runs, result["median_seed"], keep_all_models)
         (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def choose_compile(cfg: FinetuneConfig, task: Task, data: TaskData, model_cfg,
+                   *, progress: bool) -> FinetuneConfig:
+    """``finetune.compile=None``: decided on a CPU by the measured rule (one seed's steps at the
+    examples' mean length; :mod:`minielectra.training.compiling`), said in one line; off on a
+    GPU (not measured there)."""
+    if cfg.compile is not None:
+        return cfg
+    if _device(cfg.device).type != "cpu" or not data.train:
+        return dataclasses.replace(cfg, compile=False)
+    steps = math.ceil(len(data.train) / cfg.batch_size) * (cfg.epochs or task.epochs)
+    length = float(np.mean([len(ids) for ids, _ in data.train]))
+    choice = decide_finetune(model_cfg, steps=steps, batch=cfg.batch_size, length=length)
+    if progress:
+        print(choice.line, file=sys.stderr)
+    return dataclasses.replace(cfg, compile=choice.compile)
 
 
 def check_counts(seeds: int, max_train_examples: int | None) -> None:

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from .linear import Linear
+from .cpu import Linear
 
 
 def padding_mask(attention_mask: torch.Tensor | None) -> torch.Tensor | None:

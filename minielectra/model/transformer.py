@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, padding_mask
-from .linear import Linear
+from .cpu import Embedding, Linear
 from ..config import ModelConfig
 
 
@@ -26,9 +26,9 @@ class Embeddings(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         # No padding_idx: the official TF model has none (transformers sets 0; it only affects init).
-        self.word = nn.Embedding(cfg.vocab_size, cfg.embedding_size)
-        self.position = nn.Embedding(cfg.max_position_embeddings, cfg.embedding_size)
-        self.segment = nn.Embedding(cfg.type_vocab_size, cfg.embedding_size)
+        self.word = Embedding(cfg.vocab_size, cfg.embedding_size)
+        self.position = Embedding(cfg.max_position_embeddings, cfg.embedding_size)
+        self.segment = Embedding(cfg.type_vocab_size, cfg.embedding_size)
         self.norm = nn.LayerNorm(cfg.embedding_size, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.dropout)
 

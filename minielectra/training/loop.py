@@ -25,6 +25,7 @@ from ..config import RunConfig
 from ..data.dataset import batch_iterator, prefetch
 from .checkpoints import (checkpoint_dir, milestone_steps, prune_checkpoints,
                           restore_trainer_state, save_checkpoint, trainer_state)
+from .compiling import compile_module
 from .device import resolve_device
 from .evaluate import evaluate_model, heldout_batches
 from .interrupt import Interrupted, SigintFlag, deferred_sigint
@@ -102,7 +103,8 @@ class Run:
                                                        resumed=ckpt is not None)
 
         self.net = ranks.wrap(self.model)  # DDP: gradients averaged over the ranks
-        self.net = torch.compile(self.net) if t.compile else self.net  # static shapes
+        # static shapes: one graph for the whole run (tests/test_speed.py)
+        self.net = compile_module(self.net, self.device) if t.compile else self.net
         # CPU tensors (pinned for cuda), moved to the device in train_step.
         self.batches = batch_iterator(train_ds, t.batch_size, seed=t.seed,
                                       start=self.step * t.grad_accum, device=self.device,

@@ -1,12 +1,12 @@
 """Stages 4-6: the command line on a GPU, as a user runs it.
 
-4. ``minielectra pretrain --preset small --corpus pretrain-en`` (BERT vocabulary) for about 4
+4. ``minielectra pretrain --preset small --corpus pretrain-en`` (BERT vocabulary) for about 3
    minutes (``train.max_minutes``: the run stops and saves), in a folder of the
    repository's ignored work area;
-5. the same command with ``--resume`` in the next call: it continues from stage 4's checkpoint
-   when the machine is still the same one (it stays warm for a short while after a call). A
-   fresh machine has lost the run: then this stage trains half the time and resumes for the
-   other half within the call, so the resume path is checked either way, and says so;
+5. the same command with ``--resume``, planned in stage 4's call: it continues from stage 4's
+   checkpoint on the same machine. Run on a fresh machine (stage 4 in an earlier window), the
+   run is gone: then this stage trains half the time and resumes for the other half within the
+   call, so the resume path is checked either way, and says so;
 6. fine-tuning the resulting checkpoint on SST-2 and RTE (``minielectra finetune``, the paper's
    recipe, full training sets), and a ``torchrun --nproc_per_node=1`` smoke of the data-parallel
    path (20 steps).
@@ -28,9 +28,9 @@ from pathlib import Path
 
 from .common import REPO, TOY_SMALL, Context, check, cli, sh
 
-# train.max_minutes of each call's run: it counts from the command's start (tokenising and
-# compiling included); the final evaluation and checkpoint come on top, inside the 8 minutes.
-MINUTES = 4.0
+# train.max_minutes of each run: it counts from the command's start (tokenising and compiling
+# included); the final evaluation and checkpoint come on top (STAGES in gpu_check.py).
+MINUTES = 3.0
 
 
 def pretrain_args(ctx: Context, out: Path, minutes: float) -> list[str]:

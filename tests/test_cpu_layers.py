@@ -1,11 +1,11 @@
-"""Dense layers through oneDNN on a CPU (minielectra.model.linear) against ``F.linear``."""
+"""The CPU routes of minielectra.model.cpu against ``F.linear`` and ``F.embedding``."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from minielectra.model import linear as lin
+from minielectra.model import cpu as lin
 
 
 class Ops(TorchDispatchMode):
@@ -78,3 +78,30 @@ def test_compiles_into_one_graph_with_its_gradient():
     torch.testing.assert_close(grad_w, layer.weight.grad, rtol=1e-5, atol=1e-6)
     assert not counters["graph_break"]
     torch._dynamo.reset()
+
+
+def test_embedding_values_and_gradient_match_f_embedding():
+    g = torch.Generator().manual_seed(0)
+    weight = torch.randn(11, 6, generator=g)
+    ids = torch.tensor([[1, 2, 2, 0], [10, 1, 1, 1]])  # repeated rows: their gradients add
+    grad = torch.randn(2, 4, 6, generator=g)
+    ours, ref = (weight.clone().requires_grad_() for _ in range(2))
+    y = lin.embedding(ids, ours)
+    y.backward(grad)
+    F.embedding(ids, ref).backward(grad)
+    torch.testing.assert_close(y, F.embedding(ids, weight))
+    torch.testing.assert_close(ours.grad, ref.grad)
+    with Ops() as ops:
+        lin.embedding(ids, ours).backward(grad)
+    assert "minielectra.embedding_grad" in ops.seen  # the op compiled code keeps whole
+
+
+def test_embedding_module_is_nn_embedding_with_the_same_state():
+    torch.manual_seed(0)
+    ours = lin.Embedding(7, 3)
+    torch.manual_seed(0)
+    ref = torch.nn.Embedding(7, 3)
+    assert isinstance(ours, torch.nn.Embedding)
+    torch.testing.assert_close(ours.weight, ref.weight)
+    ids = torch.tensor([0, 6, 3])
+    torch.testing.assert_close(ours(ids), ref(ids))

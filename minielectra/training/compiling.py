@@ -1,0 +1,94 @@
+"""When ``torch.compile`` pays on a CPU, by a measured rule, and how a step is compiled.
+
+Compiling fuses the elementwise work of a step (GELU, LayerNorm, bias and residual additions,
+their gradients, the loss) into a few C++ loops, so a compiled step is shorter; but the C++ code
+generation takes most of a minute on two cores before the first step. A run compiles when it is
+long enough to win that back::
+
+    steps x (eager step time x share saved)  >  compile seconds
+
+The eager step time is estimated from the step's FLOPs (:mod:`minielectra.objectives.flops`) at
+the FLOP rate an eager step reached; the share saved and the compile seconds are what
+``benchmarks/bench_cpu.py`` measured on a 2-core x86 CPU (``benchmarks/results/cpu.json``, its
+``rule`` block; ``tests/test_compiling.py`` keeps the two equal). A faster or slower machine
+scales both sides alike. ``pretrain`` and ``finetune`` apply the rule on a CPU when neither
+``--compile`` nor ``--no-compile`` (nor ``--set train.compile`` / ``finetune.compile``) says, and
+print one line with the choice and its reason; the library's functions stay eager unless told,
+so a lesson's short run never waits for a compiler.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..config import ModelConfig, RunConfig
+from ..objectives.flops import encoder_flops, train_flops_per_step
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What compiling bought one kind of run (``benchmarks/results/cpu.json``, ``rule``)."""
+
+    eager_gflops: float  # our FLOPs count per step / the eager step's seconds
+    saving: float  # share of the eager step's time that the compiled step saves
+    compile_s: float  # the first compiled step's extra seconds, empty compiler cache
+
+
+# Measured by `python benchmarks/bench_cpu.py` (the `rule` block of benchmarks/results/cpu.json).
+PRETRAIN = Measured(eager_gflops=90.0, saving=0.15, compile_s=60.0)
+FINETUNE = Measured(eager_gflops=40.0, saving=0.15, compile_s=90.0)
+
+
+@dataclass(frozen=True)
+class Choice:
+    compile: bool
+    line: str  # what a command prints
+
+
+def decide(flops_per_step: float, steps: int, measured: Measured, *, what: str,
+           max_minutes: float = 0.0) -> Choice:
+    """Compile when ``steps`` (at most ``max_minutes`` of eager steps) save more time than
+    compiling takes."""
+    eager_s = flops_per_step / (measured.eager_gflops * 1e9)
+    if max_minutes:
+        steps = min(steps, math.ceil(60 * max_minutes / eager_s))
+    saved = steps * eager_s * measured.saving
+    on = measured.saving > 0 and saved > measured.compile_s
+    reason = (f"{steps:,} steps x ~{1e3 * eager_s * measured.saving:.0f} ms saved each = "
+              f"~{saved:.0f} s, against ~{measured.compile_s:.0f} s of compiling"
+              if measured.saving > 0 else "a compiled step measured no faster on a CPU")
+    flag = "--no-compile" if on else "--compile"
+    return Choice(on, f"{what}: torch.compile {'on' if on else 'off'} ({reason}, "
+                      f"benchmarks/results/cpu.json; {flag} to override)")
+
+
+def decide_pretrain(cfg: RunConfig) -> Choice:
+    """The rule for ``minielectra pretrain`` on a CPU: ``max_steps`` within ``max_minutes``."""
+    t = cfg.train
+    return decide(train_flops_per_step(cfg), t.max_steps, PRETRAIN, what="pretrain",
+                  max_minutes=t.max_minutes)
+
+
+def finetune_flops(cfg: ModelConfig, batch: int, length: float) -> float:
+    """One fine-tuning step's FLOPs: the encoder's forward at the batch's padded ``length``,
+    three times (forward and backward); the head is negligible."""
+    return 3 * encoder_flops(cfg, batch, max(1, round(length)))
+
+
+def decide_finetune(cfg: ModelConfig, *, steps: int, batch: int, length: float) -> Choice:
+    """The rule for ``minielectra finetune`` on a CPU: every seed's steps count (each seed
+    reuses the compiled code)."""
+    return decide(finetune_flops(cfg, batch, length), steps, FINETUNE, what="finetune")
+
+
+def compile_module(module: torch.nn.Module, device: torch.device, *, dynamic: bool | None = None):
+    """``torch.compile(module)`` as training runs it. On a CPU, random numbers (masking,
+    sampling, dropout) come from torch's own generator, as in eager mode (inductor's
+    ``fallback_random``): a compiled run draws the same masks and samples as an eager one, so
+    ``train.compile`` may change on ``--resume``, and torch's vectorised generator is faster on
+    a CPU than the per-number one inductor writes into its loops."""
+    options = {"fallback_random": True} if device.type == "cpu" else None
+    return torch.compile(module, dynamic=dynamic, options=options)
