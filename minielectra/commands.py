@@ -87,7 +87,8 @@ def cmd_finetune(args) -> dict:
     from .finetune.owndata.data import Columns
     columns = Columns(args.text_column, args.text_pair_column, args.label_column)
     checkpoint = shipped_checkpoint(args)
-    flags = [f"finetune.long_text={args.long_text}", f"finetune.keep_epoch={args.keep_epoch}"]
+    flags = [f"finetune.long_text={args.long_text}"]
+    flags += [f"finetune.keep_epoch={args.keep_epoch}"] if args.keep_epoch else []
     flags += ["finetune.from_scratch=true"] if args.from_scratch else []
     result = finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
                       overrides=flags + args.set, max_train_examples=args.max_train_examples,

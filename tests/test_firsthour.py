@@ -86,9 +86,9 @@ def test_finetune_summary_epochs_and_the_kept_model(capsys, char_run_dir, tmp_pa
     code, r, err = run_cli(capsys, "finetune", "--checkpoint", char_run_dir, "--train",
                            FIXTURES / "reviews_train.csv", "--dev",
                            FIXTURES / "reviews_dev.csv", "--out", out, *FAST)
-    assert code == 0
-    assert len(r["epoch_scores"]) == 3 and r["score"] == max(r["epoch_scores"])
-    assert r["kept_epoch"] == r["best_epoch"] == 1 + r["epoch_scores"].index(r["score"])
+    assert code == 0  # the default keeps the last epoch: the dev score is never chosen on
+    assert len(r["epoch_scores"]) == 3 and r["score"] == r["epoch_scores"][-1]
+    assert r["kept_epoch"] == 3 and r["config"]["keep_epoch"] == "last"
     # The saved model is the kept epoch's: its dev predictions score what the JSON says.
     dev = [line.split(",")[-1] for line in (FIXTURES / "reviews_dev.csv").read_text()
            .splitlines()[1:] if line.strip()]
@@ -106,7 +106,35 @@ def test_keep_epoch_last_is_the_paper_protocol(capsys, char_run_dir):
                            FIXTURES / "reviews_train.csv", "--dev",
                            FIXTURES / "reviews_dev.csv", "--keep-epoch", "last", *FAST)
     assert code == 0 and r["score"] == r["epoch_scores"][-1] and r["kept_epoch"] == 3
-    assert "not saved" in err and "--out" in err
+    assert "not saved" in err and "--out" in err and "the paper's protocol" in err
+
+
+def test_keep_epoch_best_chooses_on_held_out_training_examples(capsys, char_run_dir, tmp_path):
+    """The kept epoch is the best on training examples held out from training, never on the dev
+    set that is reported; the saved model is that epoch's."""
+    out, train = tmp_path / "best", tmp_path / "train.csv"
+    header, *rows = [line for line in (FIXTURES / "reviews_train.csv").read_text().splitlines()
+                     if line.strip()]
+    train.write_text("\n".join([header] + rows * 3) + "\n")  # 48: enough to hold 10% out
+    code, r, err = run_cli(capsys, "finetune", "--checkpoint", char_run_dir, "--train", train,
+                           "--dev", FIXTURES / "reviews_dev.csv", "--keep-epoch", "best",
+                           "--out", out, *FAST)
+    assert code == 0
+    choice = r["choice_scores"]
+    assert len(choice) == 3 and r["kept_epoch"] == 1 + max(range(3), key=lambda i: (choice[i], -i))
+    assert r["score"] == r["epoch_scores"][r["kept_epoch"] - 1]
+    n_train = 3 * len(rows)
+    assert r["choice_examples"] == round(0.1 * n_train)
+    assert r["train_examples_used"] == n_train - r["choice_examples"]
+    assert f"the best on {r['choice_examples']} training examples held out" in err
+    code, _, err = run_cli(capsys, "finetune", "--checkpoint", char_run_dir, "--train",
+                           FIXTURES / "reviews_train.csv", "--dev", FIXTURES / "reviews_dev.csv",
+                           "--keep-epoch", "best", *FAST)  # 16 examples: too few to hold out
+    assert code == 2 and "needs at least 20 training examples" in err
+    dev = [line.split(",")[-1] for line in (FIXTURES / "reviews_dev.csv").read_text()
+           .splitlines()[1:] if line.strip()]
+    p = pr.run_predict(out, file=FIXTURES / "reviews_dev.csv")["predictions"]
+    assert 100 * skm.accuracy_score(dev, [x["label"] for x in p]) == pytest.approx(r["score"])
 
 
 # ------------------------------------------------------------------------------ long texts

@@ -92,8 +92,9 @@ class FinetuneConfig:
     # A text longer than max_seq_len: "truncate" cuts it (the paper); "windows" reads a single
     # text whole in half-overlapping windows, averaging their logits (see .windows).
     long_text: typing.Literal["truncate", "windows"] = "truncate"
-    # The model a run keeps: "last", after the last epoch (the paper), or "best", the epoch with
-    # the best dev score (every epoch is scored on the dev set either way).
+    # The model a run keeps: "last", after the last epoch (the paper), or "best", the epoch that
+    # scores best on 10% of the training set held out for the choice (.train.hold_out): the dev
+    # set is reported, so it never chooses (every epoch is scored on it for the record).
     keep_epoch: typing.Literal["last", "best"] = "last"
     device: str = "auto"
     # CPU threads for this run (0: torch's default). Tiny models on a busy machine run faster

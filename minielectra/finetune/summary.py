@@ -2,8 +2,8 @@
 
 Example::
 
-    finetune reviews.csv: dev accuracy 84.2 (seed 0; epoch 2 of 3 kept, the best on this dev
-    set; 500 dev examples)
+    finetune reviews.csv: dev accuracy 84.2 (seed 0; the last of 3 epochs kept, the paper's
+    protocol; 500 dev examples)
     model: runs/reviews
     next: minielectra predict --model runs/reviews --file reviews_dev.csv
 """
@@ -19,11 +19,11 @@ def _epoch_note(r: dict[str, Any]) -> str:
     scores = r.get("epoch_scores") or []
     if len(scores) < 2:
         return ""
-    kept, best = r["kept_epoch"], r["best_epoch"]
+    kept = r["kept_epoch"]
     if r["config"]["keep_epoch"] == "best":
-        return f"; epoch {kept} of {len(scores)} kept, the best on this dev set"
-    return f"; the last of {len(scores)} epochs" + (f", epoch {best} scored best" if best != kept
-                                                    else "")
+        return (f"; epoch {kept} of {len(scores)} kept, the best on {r['choice_examples']} "
+                "training examples held out to choose it")
+    return f"; the last of {len(scores)} epochs kept, the paper's protocol"
 
 
 def finetune_summary(result: dict[str, Any], out: str | Path | None, *,

@@ -63,6 +63,28 @@ class TaskData:
     available_train_examples: int  # the whole training set
     dev_owner: list[int] | None = None  # with long_text="windows": each dev row's text
     long_texts: dict[str, int] = dataclasses.field(default_factory=dict)  # texts too long
+    # keep_epoch="best": training examples held out to choose the epoch (never trained on)
+    choice: list[tuple[list, list]] | None = None
+    choice_labels: list | None = None
+    choice_owner: list[int] | None = None
+
+
+# keep_epoch="best" chooses the epoch on this share of the training set, held out from training
+# (the dev set is reported, so it must not choose); at least CHOICE_MIN examples are needed.
+CHOICE_FRACTION, CHOICE_MIN = 0.1, 20
+
+
+def hold_out(train: list, fraction: float = CHOICE_FRACTION) -> tuple[list, list]:
+    """(training, held out): a fixed random ``fraction`` of ``train`` (seed 0, every run the
+    same), both kept in file order."""
+    if len(train) < CHOICE_MIN:
+        raise ValueError(f"finetune.keep_epoch=best holds out {fraction:.0%} of the training "
+                         f"set to choose the epoch: needs at least {CHOICE_MIN} training "
+                         f"examples, got {len(train)} (use keep_epoch=last)")
+    held = set(np.random.default_rng(0).choice(len(train), max(1, round(fraction * len(train))),
+                                               replace=False).tolist())
+    return ([e for i, e in enumerate(train) if i not in held],
+            [e for i, e in enumerate(train) if i in held])
 
 
 def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
@@ -75,6 +97,7 @@ def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
         dev = load_split(task, "dev", data_dir=data_dir)
     train = subset(full, max_train_examples)
     raw = len(train)
+    train, choice = hold_out(train) if cfg.keep_epoch == "best" else (train, None)
     if task.swap_augment and cfg.double_unordered:
         train = swap_segments(train)
     mode = cfg.long_text
@@ -83,9 +106,14 @@ def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
     for enc, what in ((tr, "training"), (dv, "dev")):
         warn_long(enc, f"{task.name}, {what} set", mode, pairs=task.is_pair)
     labels = [e.label for e in train]
-    return TaskData(tr.rows, labels if tr.owner is None else [labels[t] for t in tr.owner],
+    data = TaskData(tr.rows, labels if tr.owner is None else [labels[t] for t in tr.owner],
                     dv.rows, [e.label for e in dev], raw, len(full), dv.owner,
                     {"train": tr.long, "dev": dv.long})
+    if choice is not None:
+        ch = encode_texts(tokenizer, choice, cfg.max_seq_len, long_text=mode)
+        data.choice, data.choice_labels, data.choice_owner = (ch.rows, [e.label for e in choice],
+                                                              ch.owner)
+    return data
 
 
 # ------------------------------------------------------------------------- train and evaluate
@@ -168,11 +196,15 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
 
 
 def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: FinetuneConfig, *,
-             pad_id: int) -> dict[str, float]:
-    """Every metric of ``task`` on its dev set, in percent."""
-    dev = Encoded(data.dev, data.dev_owner, len(data.dev_labels), 0, cfg.max_seq_len)
-    outputs, _ = predict_texts(model, task, dev, pad_id=pad_id, batch_size=cfg.eval_batch_size)
-    return metrics.compute_metrics(task, outputs, np.asarray(data.dev_labels))
+             pad_id: int, split: str = "dev") -> dict[str, float]:
+    """Every metric of ``task`` on its dev set (or ``split="choice"``: the training examples
+    held out to choose the epoch), in percent."""
+    rows, owner, labels = ((data.dev, data.dev_owner, data.dev_labels) if split == "dev" else
+                           (data.choice, data.choice_owner, data.choice_labels))
+    encoded = Encoded(rows, owner, len(labels), 0, cfg.max_seq_len)
+    outputs, _ = predict_texts(model, task, encoded, pad_id=pad_id,
+                               batch_size=cfg.eval_batch_size)
+    return metrics.compute_metrics(task, outputs, np.asarray(labels))
 
 
 # ------------------------------------------------------------------------ the library entry points
@@ -215,8 +247,11 @@ def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneCon
     torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
     model = build_classifier(pretrained, task, cfg).to(_device(cfg.device))
     fewsample.prepare(model, cfg, initializer_range=pretrained.config.initializer_range)
-    epochs = EpochScores(model, lambda: evaluate(model, task, data, cfg, pad_id=tokenizer.pad_id),
-                         task.metric, keep=cfg.keep_epoch)  # the dev set after every epoch
+    pad = tokenizer.pad_id
+    choose = None if data.choice is None else (
+        lambda: evaluate(model, task, data, cfg, pad_id=pad, split="choice"))
+    epochs = EpochScores(model, lambda: evaluate(model, task, data, cfg, pad_id=pad),
+                         task.metric, keep=cfg.keep_epoch, choose=choose)  # after every epoch
     t0 = time.perf_counter()
     info = train_classifier(model, task, data, cfg, seed=seed, pad_id=tokenizer.pad_id,
                             progress=progress, on_epoch=epochs)
@@ -253,7 +288,8 @@ def _summarise(task: Task, runs: list[dict], data: TaskData, cfg: FinetuneConfig
         "train_subset": data.raw_train_examples < data.available_train_examples,
         "train_examples_used": len(data.train), "dev_examples": len(data.dev_labels),
         "kept_epoch": best.get("kept_epoch"), "best_epoch": best.get("best_epoch"),
-        "epoch_scores": best.get("epoch_scores"),
+        "epoch_scores": best.get("epoch_scores"), "choice_scores": best.get("choice_scores"),
+        "choice_examples": None if data.choice is None else len(data.choice_labels),
         "texts_over_max_seq_len": data.long_texts,
         "config": dataclasses.asdict(cfg), "runs": runs,
     }
