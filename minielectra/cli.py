@@ -144,8 +144,10 @@ def _add_glue(sub, sets: dict) -> None:
 def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="score sentences or pairs with a fine-tuned model (JSON)")
     p.add_argument("--model", required=True, help="a `minielectra finetune --out` directory")
-    p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B); for a "
-                   "`finetune --task squad` model: QUESTION PASSAGE")
+    p.add_argument("sentences", nargs="*", metavar="TEXT", help="one input each; for a model of "
+                   "sentence pairs, two at a time (A1 B1 A2 B2 ...); - reads standard input, one "
+                   "input a line (A, or A<TAB>B); for a `finetune --task squad` model: QUESTION "
+                   "PASSAGE")
     p.add_argument("--file", help="inputs: a .csv, .tsv or .jsonl file with a text column "
                    "(and a second one for pairs), or one input a line, A or A<TAB>B (default: "
                    "the SENTENCE arguments)")
