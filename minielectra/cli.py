@@ -1,20 +1,20 @@
 """``minielectra <command>``: a thin argparse layer; each command is one library function.
 
-==========  ===============================================  =================================
-command     library function                                 prints
-==========  ===============================================  =================================
-prepare     :func:`minielectra.data.prepare.prepare`         JSON: shards and sizes
-pretrain    :func:`minielectra.training.loop.pretrain`       held-out metrics, checkpoint path
-evaluate    :func:`minielectra.training.evaluate.evaluate`   JSON metrics
-finetune    :func:`minielectra.finetune.run.finetune`        JSON score(s)
-glue        :func:`minielectra.finetune.glue.suite.run_glue`         JSON (table on stderr)
-predict     :func:`minielectra.finetune.predict.run_predict`    JSON predictions
+==========  ======================================================  ==================================
+command     library function                                        prints
+==========  ======================================================  ==================================
+prepare     :func:`minielectra.data.prepare.prepare`                JSON: shards and sizes
+pretrain    :func:`minielectra.training.loop.pretrain`              held-out metrics, checkpoint path
+evaluate    :func:`minielectra.training.evaluate.evaluate`          JSON metrics
+finetune    :func:`minielectra.finetune.run.finetune`               JSON score(s)
+glue        :func:`minielectra.finetune.glue.suite.run_glue`        JSON (table on stderr)
+predict     :func:`minielectra.finetune.predict.run_predict`        JSON predictions
 squad-eval  :func:`minielectra.finetune.squad.eval.run_squad_eval`  JSON: the official SQuAD scores
-convert     :func:`minielectra.model.convert.convert`        the output directory
-experiment  :func:`minielectra.experiments.runner.run_experiment`  JSON summary (tables: OUT/NAME)
-viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``  an HTML page, or JSON records
-lessons     :func:`minielectra.lessons.copy_lessons`         JSON: the copied notebooks
-==========  ===============================================  =================================
+convert     :func:`minielectra.model.convert.convert`               the output directory
+experiment  :func:`minielectra.experiments.runner.run_experiment`   JSON summary (tables: OUT/NAME)
+viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``      an HTML page, or JSON records
+lessons     :func:`minielectra.lessons.copy_lessons`                JSON: the copied notebooks
+==========  ======================================================  ==================================
 """
 
 from __future__ import annotations
@@ -145,8 +145,10 @@ def _add_glue(sub, sets: dict) -> None:
 def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="score sentences or pairs with a fine-tuned model (JSON)")
     p.add_argument("--model", required=True, help="a `minielectra finetune --out` directory")
-    p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B); for a "
-                   "`finetune --task squad` model: QUESTION PASSAGE")
+    p.add_argument("sentences", nargs="*", metavar="TEXT", help="one input each; for a model of "
+                   "sentence pairs, two at a time (A1 B1 A2 B2 ...); - reads standard input, one "
+                   "input a line (A, or A<TAB>B); for a `finetune --task squad` model: QUESTION "
+                   "PASSAGE")
     p.add_argument("--file", help="inputs: a .csv, .tsv or .jsonl file with a text column "
                    "(and a second one for pairs), or one input a line, A or A<TAB>B (default: "
                    "the SENTENCE arguments)")

@@ -113,11 +113,12 @@ def cmd_predict(args) -> dict:
     from .finetune.squad.predict import is_qa_model, run_answer
     if is_qa_model(args.model):  # a SQuAD model: QUESTION PASSAGE
         return run_answer(args.model, args.sentences, file=args.file)
-    if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
-        raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (a CSV, TSV or JSONL "
-                         "file with a text column, or one input a line, A<TAB>B for pairs)")
-    pairs = [] if args.file else [(args.sentences + [None])[:2]]
-    return run_predict(args.model, pairs, file=args.file, text_column=args.text_column,
+    if bool(args.file) == bool(args.sentences):
+        raise ValueError("give TEXT ... (pairs: A B ...), - for standard input, or --file PATH "
+                         "(a CSV, TSV or JSONL file with a text column, or one input a line, "
+                         "A<TAB>B for pairs)")
+    return run_predict(args.model, texts=args.sentences, file=args.file,
+                       text_column=args.text_column,
                        text_pair_column=args.text_pair_column, long_text=args.long_text)
 
 

@@ -17,6 +17,8 @@ link itself is replaced, never its target).
 from __future__ import annotations
 
 import errno
+import importlib.util
+import shlex
 from importlib import resources
 from pathlib import Path
 
@@ -84,4 +86,13 @@ def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
         target.parent.mkdir(parents=True, exist_ok=True)
         write_file(target, source.read_bytes())  # replaces a link itself, never its target
     return {"directory": str(directory), "files": list(files), "overwritten": clashes,
-            "next": f"jupyter lab {directory}"}
+            "next": next_step(directory)}
+
+
+def next_step(directory: Path) -> str:
+    """The command that opens the copied course, installing JupyterLab first where this
+    environment lacks it (the ``notebooks`` extra, or JupyterLab alone)."""
+    opens = f"jupyter lab {shlex.quote(str(directory))}"
+    if importlib.util.find_spec("jupyterlab") is None:
+        return f'pip install "jupyterlab>=4.0" && {opens}'
+    return opens

@@ -41,7 +41,7 @@ EXAMPLES = {
     "finetune": "minielectra finetune --checkpoint bundled --train reviews.csv --dev "
                 "reviews_dev.csv --out runs/reviews",
     "glue": "minielectra glue --checkpoint runs/nano --tasks sst2 rte --max-train-examples 2000",
-    "predict": 'minielectra predict --model runs/reviews "a warm, funny film"',
+    "predict": 'minielectra predict --model runs/reviews "a warm, funny film" "a dull film"',
     "convert": "minielectra convert --from-hf electra-small-discriminator --out ckpt/small",
     "experiment": "minielectra experiment tying --preset nano --budget 500 --out experiments",
     "lessons": "minielectra lessons ~/electra-lessons",
@@ -74,15 +74,24 @@ def finish_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
+# The fine-tuning recipe for a few thousand labelled texts (docs/results/few-labels.md): more
+# epochs and the top encoder layer started afresh; the paper's 3 epochs suit the full GLUE sets.
+FEW_LABEL_RECIPE = "--set finetune.epochs=10 --set finetune.reinit_layers=1"
+
+
 def next_commands(run: str) -> str:
-    """What a user runs after pre-training, shown when the run ends."""
+    """What a user runs after pre-training, shown when the run ends: evaluate, the report, and
+    fine-tuning with the recipe for little labelled data into an ``--out`` that ``predict``
+    then reads."""
     q = shlex.quote(run)
+    model = shlex.quote(run.rstrip("/") + "-finetuned")
     return ("next:\n"
             f"  minielectra evaluate --checkpoint {q}              # held-out figures (JSON)\n"
             f"  minielectra viz --run {q} --out {shlex.quote(run + '/report.html')}"
             "   # the run's report\n"
-            f"  minielectra finetune --checkpoint {q} --train TRAIN.csv --dev DEV.csv"
-            "   # your labelled data (or --task sst2)")
+            f"  minielectra finetune --checkpoint {q} --train TRAIN.csv --dev DEV.csv \\\n"
+            f"      {FEW_LABEL_RECIPE} --out {model}   # your labelled data\n"
+            f'  minielectra predict --model {model} "a text to label"')
 
 
 def time_cap_note(result: dict, *, max_steps: int, max_minutes: float, argv: list[str]) -> str:

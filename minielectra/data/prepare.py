@@ -30,12 +30,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ..safeio import check_out_dir
 from .corpus import find_data_dir, open_corpus
 from .dataset import (CHUNK_CHARS, FORMAT_VERSION, PretrainingDataset, _chunks, _map_chunks,
                       write_arrays)
+from ..progress import progress_bar
 from .examples import BuildSettings
 from .tokenizer import WordPieceTokenizer
 
@@ -121,7 +121,7 @@ def _prepare_split(corpus, tokenizer, settings: BuildSettings, root: Path, *, sp
         log.info("prepare %s: resuming after %d finished shard(s) (%d chunks)", split, kept, skip)
     results = _map_chunks(chunks, tokenizer, settings, workers, start=skip)
     index = kept
-    with tqdm(desc=f"prepare {split}", unit="char", unit_scale=True, initial=skipped_chars,
+    with progress_bar(desc=f"prepare {split}", unit="char", unit_scale=True, initial=skipped_chars,
               disable=not progress) as bar:
         while True:
             group = list(_counted(itertools.islice(results, chunks_per_shard), bar))

@@ -31,7 +31,6 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from ..model.electra import Electra
 from ..data.tokenizer import WordPieceTokenizer
@@ -43,6 +42,7 @@ from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, c
 from .epochs import EpochScores
 from .glue.data import load_split
 from .saved import save_finetuned
+from ..progress import progress_bar
 from .owndata.data import UserTask
 from .task import Task, subset, swap_segments
 from .windows import (Encoded, encode_texts, predict_texts, warn_long,
@@ -176,7 +176,7 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
                           dtype=torch.float32 if task.is_regression else torch.long)
     model.train()
     losses = []
-    with tqdm(total=total, desc=f"{task.name} seed {seed}", disable=not progress) as bar:
+    with progress_bar(total=total, desc=f"{task.name} seed {seed}", disable=not progress) as bar:
         for step, idx in enumerate(order):
             bar.update()
             if len(idx) == 0:  # all dummies (official stream, a set smaller than a batch)

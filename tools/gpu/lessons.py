@@ -49,9 +49,9 @@ def script(name: str, *, cells: int | None = None) -> str:
 
 
 def readme_cpu_seconds() -> dict[str, float]:
-    """The lessons' times in the README's course table (the 2-core CPU machine's)."""
+    """The lessons' times in the notebooks' table (the 2-core CPU machine's)."""
     times = {}
-    for line in (REPO / "README.md").read_text().splitlines():
+    for line in (REPO / "notebooks" / "README.md").read_text().splitlines():
         m = re.match(r"\| (\d\d) \| .*\| (\d+) s \|$", line)
         if m:
             times[m.group(1)] = float(m.group(2))
