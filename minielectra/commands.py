@@ -128,9 +128,10 @@ def cmd_squad_eval(args) -> dict:
 
 def cmd_convert(args) -> dict:
     from .model.convert import convert
+    from .objectives.compute import build_model
     direction = "from_hf" if args.from_hf else "to_hf"
     out = convert(args.from_hf or args.to_hf, args.out, direction=direction,
-                  generator=args.generator)
+                  generator=args.generator, model_class=build_model)
     return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
 
 

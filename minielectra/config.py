@@ -67,10 +67,8 @@ class ModelConfig:
     # "sdpa" calls torch's fused scaled_dot_product_attention; "reference" writes the softmax out.
     attention: Literal["sdpa", "reference"] = "sdpa"
     share_layers: bool = False  # ALBERT-style: one block's weights for every layer (ALECTRA)
-    # Two more LayerNorms in every block, as LTG-BERT (Samuel et al. 2023) takes them from
-    # NormFormer (Shleifer et al. 2021) for pre-training on little data: one on the merged heads
-    # before the attention's output projection, one on the FFN's activations before its second
-    # layer. The block stays post-LN otherwise. No transformers ELECTRA equivalent.
+    # LTG-BERT's two extra LayerNorms in every block: a variant the paper does not use, like
+    # position_init, share_layers, tying="gdes" and attention (minielectra.model.variants).
     extra_norm: bool = False
     # Special ids (BERT uncased vocab by default); set from the tokenizer when a vocab is trained.
     pad_token_id: int = 0

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
@@ -75,10 +75,11 @@ def save_pretrained(model: nn.Module, path: str | Path, *,
     return path
 
 
-def load_pretrained(path: str | Path, model_class: type[nn.Module], *,
+def load_pretrained(path: str | Path, model_class: Callable[..., nn.Module], *,
                     generator: str | Path | None = None) -> nn.Module:
-    """A ``model_class`` from a minielectra checkpoint directory (or ``"bundled"``), or from
-    transformers ELECTRA directories (see :func:`.hf.load`, which ``generator=`` is passed to)."""
+    """A ``model_class(model_config, objective_config)`` (a class, or a function that picks one)
+    from a minielectra checkpoint directory (or ``"bundled"``), or from transformers ELECTRA
+    directories (see :func:`.hf.load`, which ``generator=`` is passed to)."""
     path = resolve_bundled(path)
     if not path.is_dir():
         leftovers = sorted(path.parent.glob(f".{path.name}.old-*/checkpoint"))
@@ -127,7 +128,8 @@ def _read_json(path: Path) -> dict:
         raise CheckpointError(str(e)) from None
 
 
-def _load_minielectra(path: Path, config: dict, model_class: type[nn.Module]) -> nn.Module:
+def _load_minielectra(path: Path, config: dict, model_class: Callable[..., nn.Module]
+                      ) -> nn.Module:
     if config.get("version") != VERSION:
         raise CheckpointError(f"{path / CONFIG}: version {config.get('version')!r} is not "
                               f"supported (this minielectra reads version {VERSION})")

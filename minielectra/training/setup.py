@@ -35,6 +35,7 @@ from ..data.dataset import build_dataset
 from ..data.prepare import load_prepared
 from ..data.tokenizer import resolve_tokenizer
 from ..model.electra import Electra
+from ..objectives.compute import build_model, load_model
 from ..model.storage import CheckpointError, verify_checksums
 from ..safeio import LOCK_FILE, FolderBusy, FolderLock, write_file
 from .checkpoints import checkpoint_dir, list_checkpoints
@@ -214,11 +215,11 @@ def set_token_ids(cfg: RunConfig, tokenizer) -> None:
 def model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, progress: bool):
     """The model (fresh, or the checkpoint's weights) and the train and held-out datasets."""
     torch.manual_seed(cfg.train.seed)  # first: the initial weights are a function of the seed
-    loaded = Electra.from_pretrained(ckpt) if ckpt is not None else None
+    loaded = load_model(ckpt) if ckpt is not None else None
     tokenizer, train_ds, heldout_ds = prepare_data(
         cfg, tokenizer=loaded.tokenizer if loaded is not None else None, progress=progress)
     set_token_ids(cfg, tokenizer)
-    model = Electra(cfg.model, cfg.objective)
+    model = build_model(cfg.model, cfg.objective)
     if loaded is not None:
         model.load_state_dict(loaded.state_dict())
     model.tokenizer = tokenizer

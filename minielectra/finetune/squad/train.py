@@ -28,6 +28,7 @@ from torch import nn
 from ...config import override_keys
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
+from ...objectives.compute import load_model
 from ...training.checkpoints import resolve_checkpoint
 from ...training.optim import AdamWeightDecay
 from . import data as squad_data, eval as squad_eval
@@ -140,7 +141,7 @@ def _open(checkpoint) -> tuple[Electra, str | None]:
     if isinstance(checkpoint, nn.Module):
         return checkpoint, None
     path = resolve_checkpoint(checkpoint)
-    return Electra.from_pretrained(path), str(path)
+    return load_model(path), str(path)
 
 
 def _tokenizer(pretrained: Electra, cfg: FinetuneConfig):
