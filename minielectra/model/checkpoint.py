@@ -31,7 +31,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from ..config import ModelConfig, ObjectiveConfig, _from_dict
+from ..config import ModelConfig, ObjectiveConfig
+from ..overrides import from_dict
 from . import hf
 from ..safeio import read_json
 from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, atomic_dir, check_finite,
@@ -136,8 +137,8 @@ def _load_minielectra(path: Path, config: dict, model_class: Callable[..., nn.Mo
     if "model" not in config:
         raise CheckpointError(f"{path / CONFIG} has no \"model\" section")
     try:  # a value of the wrong type or out of range: named, with the file
-        model = model_class(_from_dict(ModelConfig, config["model"], prefix="model."),
-                            _from_dict(ObjectiveConfig, config.get("objective", {}),
+        model = model_class(from_dict(ModelConfig, config["model"], prefix="model."),
+                            from_dict(ObjectiveConfig, config.get("objective", {}),
                                        prefix="objective."))
     except (KeyError, ValueError) as e:
         error = KeyError if isinstance(e, KeyError) else CheckpointError

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig
+from ..overrides import checked
 from . import checkpoint
 from .gdes import ResidualEmbeddings
 from .transformer import Embeddings, Encoder, init_sinusoidal_positions, init_weights
@@ -267,10 +268,8 @@ class Electra(nn.Module):
 
     def __init__(self, config: ModelConfig, objective: ObjectiveConfig | None = None):
         super().__init__()
-        config.validate()
-        self.config = config
-        self.objective = objective or ObjectiveConfig()
-        self.objective.validate()
+        self.config = checked(config, "model.")  # types, then ranges
+        self.objective = checked(objective or ObjectiveConfig(), "objective.")
         if self.objective.name not in self.trains:
             raise ValueError(f"{type(self).__name__} does not train objective.name="
                              f"{self.objective.name!r}: build the model with "
