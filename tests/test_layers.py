@@ -129,6 +129,43 @@ def test_modules_stay_short():
     assert not long, long
 
 
+# What `import minielectra` loads: the model and its config, nothing above them (the data, training,
+# checkpoint files and interop, views, fine-tuning and experiments load when first used).
+LIGHT = {"minielectra", "minielectra.config", "minielectra.overrides", "minielectra.presets",
+         "minielectra.safeio", "minielectra.model", "minielectra.model.electra",
+         "minielectra.model.transformer", "minielectra.model.attention",
+         "minielectra.model.gdes", "minielectra.model.variants"}
+
+SPY = """
+import os, sys
+class Spy:  # reports the OpenMP setting at the moment torch is first imported
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            print("torch imported with OMP_WAIT_POLICY =", os.environ.get("OMP_WAIT_POLICY"))
+sys.meta_path.insert(0, Spy())
+import minielectra
+print(sorted(m for m in sys.modules if m.startswith("minielectra")))
+minielectra.minimal_pretrain  # a public name from a layer above, loaded when asked for
+print("training" in " ".join(sys.modules))
+"""
+
+
+def test_import_minielectra_loads_the_model_and_config_only():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["PYTHONPATH"] = str(PACKAGE.parent)
+    done = subprocess.run([sys.executable, "-c", SPY], env=env, capture_output=True, text=True,
+                          check=True)
+    first, loaded, later = done.stdout.splitlines()
+    assert first == "torch imported with OMP_WAIT_POLICY = PASSIVE"
+    assert set(json.loads(loaded.replace("'", '"'))) == LIGHT
+    assert later == "True"
+
+
 # ------------------------------------------------------------------- the checker itself can fail
 
 

@@ -30,7 +30,6 @@ from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig
 from ..overrides import checked
-from . import checkpoint
 from .gdes import ResidualEmbeddings
 from .transformer import Embeddings, Encoder, init_sinusoidal_positions, init_weights
 
@@ -355,10 +354,12 @@ class Electra(nn.Module):
         ``generator`` optionally the generator (ElectraForMaskedLM). The model comes back in
         training mode, ready to continue pre-training; call ``.eval()`` for inference.
         """
+        from . import checkpoint  # the file formats load when first used
         return checkpoint.load_pretrained(path, cls, generator=generator)
 
     def save_pretrained(self, path: str | Path) -> Path:
         """Write minielectra's format: ``model.safetensors``, ``config.json``, tokenizer."""
+        from . import checkpoint
         return checkpoint.save_pretrained(self, path)
 
 
