@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from .config import apply_overrides, override_keys, preset
@@ -130,31 +131,26 @@ def cmd_squad_eval(args) -> dict:
 
 def cmd_convert(args) -> dict:
     from .model.convert import convert
+    from .objectives.compute import build_model
     direction = "from_hf" if args.from_hf else "to_hf"
     out = convert(args.from_hf or args.to_hf, args.out, direction=direction,
-                  generator=args.generator)
+                  generator=args.generator, model_class=build_model)
     return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
 
 
 def cmd_experiment(args) -> dict:
-    if args.name == "toy-grammar":
+    from .experiments.options import TOY_GRAMMAR, options_for
+    options = {f.name: getattr(args, f.name) for f in dataclasses.fields(options_for(args.name))}
+    if args.name == TOY_GRAMMAR[0]:
         from .experiments.toy_grammar import run_toy_grammar
         from .training.device import choose_device
         choice = choose_device()
         print(f"toy-grammar on {choice.summary}", file=sys.stderr)
-        result = run_toy_grammar(words_per_class=args.words_per_class, seeds=args.seeds or 4,
-                                 steps=args.steps, sweep=args.sweep, device=choice.device,
-                                 out=args.out or "experiments/toy-grammar", progress=True)
+        result = run_toy_grammar(**options, device=choice.device, progress=True)
         return {k: result[k] for k in ("words_per_class", "vocab_size", "steps", "mean", "paired",
                                        "random_init", "files")}
     from .experiments.runner import run_experiment
-    return run_experiment(args.name, budget=args.budget, seeds=args.seeds or 1,
-                          preset=args.preset or "nano", corpus=args.corpus, out=args.out or "experiments",
-                          overrides=args.set,
-                          probe_tasks=args.probe_tasks, finetune_tasks=args.finetune_tasks,
-                          probe_examples=args.probe_examples,
-                          finetune_examples=args.finetune_examples, budgets=args.budgets,
-                          shard=args.shard)
+    return run_experiment(args.name, **options, overrides=args.set, shard=args.shard)
 
 
 def cmd_lessons(args) -> dict:

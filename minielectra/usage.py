@@ -44,6 +44,9 @@ EXAMPLES = {
     "predict": 'minielectra predict --model runs/reviews "a warm, funny film" "a dull film"',
     "convert": "minielectra convert --from-hf electra-small-discriminator --out ckpt/small",
     "experiment": "minielectra experiment tying --preset nano --budget 500 --out experiments",
+    "experiment efficiency": "minielectra experiment efficiency --preset mini --budget 6000 "
+                             "--budgets 1.0 --seeds 5",
+    "experiment toy-grammar": "minielectra experiment toy-grammar --sweep --seeds 5",
     "lessons": "minielectra lessons ~/electra-lessons",
     "squad-eval": "minielectra squad-eval dev-v2.0.json preds.json --na-prob-file na_probs.json",
 }
@@ -68,10 +71,19 @@ def finish_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
             f"  {EXAMPLES[name]}" for name in ("pretrain", "evaluate", "finetune", "predict"))
     for action in parser._subparsers._group_actions:
         for name, p in action.choices.items():
-            p.formatter_class = HelpFormatter
-            if p.epilog is None and name in EXAMPLES:
-                p.epilog = f"example:\n  {EXAMPLES[name]}"
+            _finish_command(p, name)
+            for nested in p._subparsers._group_actions if p._subparsers else ():
+                for sub_name, q in nested.choices.items():  # experiment NAME
+                    _finish_command(q, f"{name} {sub_name}",
+                                    f"minielectra {name} {sub_name} --seeds 2 --out experiments")
     return parser
+
+
+def _finish_command(p: argparse.ArgumentParser, name: str, example: str | None = None) -> None:
+    p.formatter_class = HelpFormatter
+    example = EXAMPLES.get(name, example)
+    if p.epilog is None and example:
+        p.epilog = f"example:\n  {example}"
 
 
 # The fine-tuning recipe for a few thousand labelled texts (docs/results/few-labels.md): more

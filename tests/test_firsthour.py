@@ -317,17 +317,12 @@ def capped_run(tmp_path_factory, write_tiny_corpus):
     root = tmp_path_factory.mktemp("capped")
     corpus = write_tiny_corpus(root / "tiny.txt")
     sets = [f"data.corpus={corpus}", f"data.cache_dir={root / 'cache'}", "data.vocab_size=128",
-            "data.max_seq_len=16", "data.held_out_fraction=0.2", "data.num_workers=1",
-            "model.embedding_size=8", "model.hidden_size=16", "model.num_layers=1",
-            "model.num_heads=2", "model.intermediate_size=32",
-            "model.max_position_embeddings=16", "model.generator_size=0.5",
-            "train.batch_size=4", "train.max_steps=50", "train.warmup_steps=2",
-            "train.max_minutes=1e-9", "train.milestones=()", f"train.out_dir={root / 'run'}"]
+            "train.max_steps=50", "train.max_minutes=1e-9", f"train.out_dir={root / 'run'}"]
     import contextlib
     import io
     err, out = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        assert main(["pretrain", *[a for s in sets for a in ("--set", s)]]) == 0
+        assert main(["pretrain", "--preset", "tiny", *[a for s in sets for a in ("--set", s)]]) == 0
     result = json.loads(out.getvalue())  # stdout is one JSON document; people read stderr
     assert result["stopped_by"] == "max_minutes"
     return root / "run", err.getvalue()

@@ -472,12 +472,12 @@ def test_the_mlm_objectives_export_keeps_its_mlm_head(tmp_path):
     import torch
     from minielectra.config import ModelConfig, ObjectiveConfig
     from minielectra.model import hf
-    from minielectra.model.electra import Electra
+    from minielectra.objectives.compute import build_model
     torch.manual_seed(0)
     cfg = ModelConfig(vocab_size=60, embedding_size=16, hidden_size=32, num_layers=2,
                       num_heads=2, intermediate_size=64, max_position_embeddings=20,
                       generator_size=0.5, cls_token_id=2, sep_token_id=3, mask_token_id=4)
-    model = Electra(cfg, ObjectiveConfig(name="mlm")).eval()
+    model = build_model(cfg, ObjectiveConfig(name="mlm")).eval()
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.1 * torch.randn(p.shape))

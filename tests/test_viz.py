@@ -153,8 +153,8 @@ def test_a_converted_transformers_checkpoint_scores_as_the_original(ckpt, tmp_pa
 
 def test_a_checkpoint_without_a_discriminator_is_refused(tmp_path, tiny_model_config):
     from minielectra.config import ObjectiveConfig
-    from minielectra.model.electra import Electra
-    Electra(tiny_model_config(), ObjectiveConfig(name="mlm")).save_pretrained(tmp_path / "mlm")
+    from minielectra.objectives.compute import build_model
+    build_model(tiny_model_config(), ObjectiveConfig(name="mlm")).save_pretrained(tmp_path / "mlm")
     with pytest.raises(ValueError, match="'mlm' objective: it has no discriminator"):
         load_checkpoint(tmp_path / "mlm")
 

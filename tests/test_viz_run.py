@@ -42,16 +42,10 @@ def run(tmp_path_factory):
     docs = ["\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 12)))
                       for _ in range(rng.randint(3, 6))) for _ in range(40)]
     (root / "tiny.txt").write_text("\n\n".join(docs) + "\n")
-    cfg = apply_overrides(preset("nano"), [
+    cfg = apply_overrides(preset("tiny"), [
         f"data.corpus={root / 'tiny.txt'}", f"data.cache_dir={root / 'cache'}",
-        "data.vocab_size=128", "data.max_seq_len=16", "data.held_out_fraction=0.2",
-        "data.num_workers=1", "model.embedding_size=8", "model.hidden_size=16",
-        "model.num_layers=1", "model.num_heads=2", "model.intermediate_size=32",
-        "model.max_position_embeddings=16", "model.generator_size=0.5",
-        "train.batch_size=4", "train.max_steps=6", "train.warmup_steps=2", "train.log_every=1",
-        "train.eval_every=2", "train.eval_examples=8", "train.max_minutes=0",
-        "train.save_every=2", "train.keep_last=1", "train.keep_every=1", "train.milestones=()",
-        f"train.out_dir={root / 'run'}"])
+        "data.vocab_size=128", "train.eval_every=2", "train.save_every=2", "train.keep_last=1",
+        "train.keep_every=1", f"train.out_dir={root / 'run'}"])
     live = LiveReport(every_s=3600.0)  # redraws only at evaluations, as a slow notebook would
     pretrain(cfg, progress=False, on_record=live)
     return root / "run", live

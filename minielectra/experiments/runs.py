@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from ..config import RunConfig, apply_overrides, override_keys
-from ..model.electra import Electra
+from ..objectives.compute import build_model, load_model
 from ..objectives.flops import run_flops, train_flops_per_step
 from ..finetune.run import finetune
 from ..training.checkpoints import latest_checkpoint
@@ -191,7 +191,7 @@ def execute(spec: RunSpec, judge: Judge, *, progress: bool = False) -> dict[str,
     if done is not None and done.get("judge") == _jsonable(judge):
         return done
     result = pretrain_run(spec, progress=progress)  # read back from pretrain.json when done
-    model = Electra.from_pretrained(result["checkpoint"])
+    model = load_model(result["checkpoint"])
     result = {**result, **judge_model(model, judge, seed=spec.seed,
                                       pretrained_length=spec.cfg.data.max_seq_len),
               "judge": _jsonable(judge)}
@@ -206,9 +206,9 @@ def random_init(reference: dict[str, Any], judge: Judge, *, seed: int, out: Path
     done = _read(path)
     if done is not None and done.get("judge") == _jsonable(judge):
         return done
-    loaded = Electra.from_pretrained(reference["checkpoint"])
+    loaded = load_model(reference["checkpoint"])
     torch.manual_seed(seed)
-    model = Electra(loaded.config, loaded.objective)
+    model = build_model(loaded.config, loaded.objective)
     model.tokenizer = loaded.tokenizer
     result = {"arm": "random init (no pre-training)", "seed": seed, "budget": 0.0, "steps": 0,
               "train_flops": 0, "train_seconds": 0.0, "tokens": 0, "heldout": {},

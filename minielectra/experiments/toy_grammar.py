@@ -31,7 +31,7 @@ import torch
 
 from ..config import ModelConfig, ObjectiveConfig, RunConfig, TrainConfig
 from ..model.electra import Electra
-from ..objectives.compute import compute
+from ..objectives.compute import build_model, compute
 from ..objectives.flops import train_flops_per_step
 from ..training.optim import AdamWeightDecay, lr_at, set_lr
 from .probe import ridge_fit, ridge_predict
@@ -147,7 +147,7 @@ def pretrain(words_per_class: int, objective: str, steps: int, *, seed: int,
     ``[(step, accuracy)]`` and the mean loss of the kept network over the last 10% of steps."""
     torch.manual_seed(seed)
     device = torch.device(device)
-    model = Electra(model_config(words_per_class), ObjectiveConfig(name=objective)).to(device)
+    model = build_model(model_config(words_per_class), ObjectiveConfig(name=objective)).to(device)
     # Bias correction on: without it the first updates are up to 6.5x larger (training/optim.py).
     opt = AdamWeightDecay(model.parameters(), lr=lr, weight_decay=0.01, bias_correction=True)
     # The paper's schedule shape: 10% warm-up, then linear decay to 0 at the last step.

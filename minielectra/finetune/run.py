@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .classifier import FinetuneConfig, apply_finetune_overrides
+from .classifier import finetune_config
 from .glue.data import get_task
 from .output import finetune_output
 from .owndata.data import Columns, task_from_files, task_from_hub
@@ -66,7 +66,7 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
                                   train=train, dev=dev, data_dir=data_dir,
                                   max_train_examples=max_train_examples, progress=progress,
                                   save_model=save_model)
-    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
+    cfg = finetune_config(overrides)
     task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
     pretrained, source = open_checkpoint(checkpoint)
     with finetune_output(out) as folder:  # locked, checked; replaced only when all is written

@@ -19,7 +19,8 @@ from safetensors.torch import load_file, save
 
 from safetensors import SafetensorError
 
-from ..config import ModelConfig, _from_dict
+from ..config import ModelConfig
+from ..overrides import from_dict
 from ..data.files import sha256_sums
 from ..data.tokenizer import WordPieceTokenizer
 from ..model.storage import CHECKSUMS, VOCAB, verify_checksums
@@ -85,8 +86,8 @@ def load_finetuned(path: str | Path, *, device: str = "cpu") -> Finetuned:
     try:
         meta = json.loads((path / META).read_text())
         task = task_from_spec(meta)
-        cfg = _from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
-        mcfg, num_labels = _from_dict(ModelConfig, meta["model"], prefix="model."), \
+        cfg = from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
+        mcfg, num_labels = from_dict(ModelConfig, meta["model"], prefix="model."), \
             meta["num_labels"]
     except (ValueError, KeyError, TypeError, AttributeError) as e:  # JSON errors are ValueErrors
         raise ValueError(f"{path / META}: damaged, not a fine-tuned model's description "

@@ -32,8 +32,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..model.electra import Electra
 from ..data.tokenizer import WordPieceTokenizer
+from ..objectives.compute import load_model
 from ..training.checkpoints import resolve_checkpoint
 from ..training.optim import AdamWeightDecay
 from . import fewsample, metrics
@@ -224,7 +224,7 @@ def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:
     if isinstance(checkpoint, nn.Module):
         return checkpoint, None
     path = resolve_pretrained(checkpoint)
-    return Electra.from_pretrained(path), str(path)
+    return load_model(path), str(path)
 
 
 def get_tokenizer(pretrained, cfg: FinetuneConfig):

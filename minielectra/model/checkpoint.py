@@ -24,14 +24,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from ..config import ModelConfig, ObjectiveConfig, _from_dict
+from ..config import ModelConfig, ObjectiveConfig
+from ..overrides import from_dict
 from . import hf
 from ..safeio import read_json
 from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, atomic_dir, check_finite,
@@ -75,10 +76,11 @@ def save_pretrained(model: nn.Module, path: str | Path, *,
     return path
 
 
-def load_pretrained(path: str | Path, model_class: type[nn.Module], *,
+def load_pretrained(path: str | Path, model_class: Callable[..., nn.Module], *,
                     generator: str | Path | None = None) -> nn.Module:
-    """A ``model_class`` from a minielectra checkpoint directory (or ``"bundled"``), or from
-    transformers ELECTRA directories (see :func:`.hf.load`, which ``generator=`` is passed to)."""
+    """A ``model_class(model_config, objective_config)`` (a class, or a function that picks one)
+    from a minielectra checkpoint directory (or ``"bundled"``), or from transformers ELECTRA
+    directories (see :func:`.hf.load`, which ``generator=`` is passed to)."""
     path = resolve_bundled(path)
     if not path.is_dir():
         leftovers = sorted(path.parent.glob(f".{path.name}.old-*/checkpoint"))
@@ -127,15 +129,16 @@ def _read_json(path: Path) -> dict:
         raise CheckpointError(str(e)) from None
 
 
-def _load_minielectra(path: Path, config: dict, model_class: type[nn.Module]) -> nn.Module:
+def _load_minielectra(path: Path, config: dict, model_class: Callable[..., nn.Module]
+                      ) -> nn.Module:
     if config.get("version") != VERSION:
         raise CheckpointError(f"{path / CONFIG}: version {config.get('version')!r} is not "
                               f"supported (this minielectra reads version {VERSION})")
     if "model" not in config:
         raise CheckpointError(f"{path / CONFIG} has no \"model\" section")
     try:  # a value of the wrong type or out of range: named, with the file
-        model = model_class(_from_dict(ModelConfig, config["model"], prefix="model."),
-                            _from_dict(ObjectiveConfig, config.get("objective", {}),
+        model = model_class(from_dict(ModelConfig, config["model"], prefix="model."),
+                            from_dict(ObjectiveConfig, config.get("objective", {}),
                                        prefix="objective."))
     except (KeyError, ValueError) as e:
         error = KeyError if isinstance(e, KeyError) else CheckpointError

@@ -33,7 +33,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from ..config import ModelConfig, ObjectiveConfig, Tying, _from_dict
+from ..config import ModelConfig, ObjectiveConfig, Tying
+from ..overrides import from_dict
 from ..safeio import read_json
 from .storage import (CheckpointError, atomic_dir, check_state, load_tokenizer,
                       write_error)
@@ -200,7 +201,7 @@ def config_from_hf(disc: dict | None, gen: dict | None, *, tying: Tying,
 def _objective(config: dict, directory: Path) -> ObjectiveConfig:
     """The pre-training objective our export wrote into ``config.json``, else the paper's."""
     try:
-        return _from_dict(ObjectiveConfig, config.get(OBJECTIVE_KEY, {}), prefix="objective.")
+        return from_dict(ObjectiveConfig, config.get(OBJECTIVE_KEY, {}), prefix="objective.")
     except (KeyError, ValueError) as e:
         raise CheckpointError(f"{directory}/config.json: {OBJECTIVE_KEY}: "
                               f"{e.args[0] if e.args else e}") from None

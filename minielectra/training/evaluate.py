@@ -35,7 +35,7 @@ from ..data.corpus import absent_local_corpora, open_corpus
 from ..data.dataset import build_dataset
 from ..data.prepare import load_prepared
 from ..model.electra import Electra
-from ..objectives.compute import DISCRIMINATIVE, compute
+from ..objectives.compute import DISCRIMINATIVE, compute, load_model
 from .checkpoints import resolve_checkpoint
 from .device import autocast
 
@@ -201,7 +201,7 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
     path = resolve_checkpoint(checkpoint)
-    model = Electra.from_pretrained(path)
+    model = load_model(path)
     if model.tokenizer is None:
         raise FileNotFoundError(f"{path}: the checkpoint has no vocab.txt to tokenize text with")
     cfg = run_config_for(path, model)

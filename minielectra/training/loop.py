@@ -28,7 +28,7 @@ from .device import resolve_device
 from .evaluate import evaluate_model, heldout_batches
 from .interrupt import Interrupted, SigintFlag, deferred_sigint
 from .optim import build_optimizer, lr_at, set_lr
-from .setup import (check_types, lock_run_dir, model_and_data, prepare_out_dir,
+from .setup import (lock_run_dir, model_and_data, prepare_out_dir,
                     refuse_earlier_run, release_run_dir, resume_point)
 from ..progress import progress_bar
 from .ranks import Ranks, seed_slice
@@ -49,8 +49,7 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     this process's place in a data-parallel run (:mod:`.ranks`, :mod:`minielectra.distributed`).
     Ctrl-C (or SIGTERM) saves the last completed step and raises :class:`.interrupt.Interrupted`.
     """
-    check_types(cfg)  # these refusals come before the lock creates train.out_dir
-    cfg.validate()
+    cfg.validate()  # types and ranges: refused before the lock creates train.out_dir
     resolve_device(cfg.train)
     # One run per directory (rank 0 holds it for a data-parallel run), released when we return.
     lock = lock_run_dir(cfg.train.out_dir) if ranks.main else None

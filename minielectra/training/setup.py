@@ -23,7 +23,6 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import typing
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from ..data.dataset import build_dataset
 from ..data.prepare import load_prepared
 from ..data.tokenizer import resolve_tokenizer
 from ..model.electra import Electra
+from ..objectives.compute import build_model, load_model
 from ..model.storage import CheckpointError, verify_checksums
 from ..safeio import LOCK_FILE, FolderBusy, FolderLock, write_file
 from .checkpoints import checkpoint_dir, list_checkpoints
@@ -82,35 +82,6 @@ def release_run_dir(lock: FolderLock | None, *, failed: bool = False) -> None:
         (lock.folder / LOCK_FILE).unlink()
         if created:
             lock.folder.rmdir()
-
-
-def check_types(cfg: RunConfig) -> None:
-    """Refuse a config whose values do not have their declared types (library callers can pass
-    anything; the CLI parses ``--set`` values already). ints are accepted where floats are."""
-    for section in ("model", "objective", "data", "train"):
-        obj = getattr(cfg, section)
-        for name, hint in typing.get_type_hints(type(obj)).items():
-            value, ok = getattr(obj, name), True
-            origin, args = typing.get_origin(hint), typing.get_args(hint)
-            if origin is typing.Literal:
-                ok = value in args
-            elif hint is float:
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            elif hint is int:
-                ok = isinstance(value, int) and not isinstance(value, bool)
-            elif hint in (bool, str):
-                ok = isinstance(value, hint)
-            elif origin is tuple:
-                ok = isinstance(value, (tuple, list)) and all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-            elif type(None) in args:
-                types = tuple(a for a in args if isinstance(a, type))
-                ok = value is None or isinstance(value, types)
-            if not ok:
-                raise ValueError(f"{section}.{name} expects {hint}, got {value!r}")
-    for name in ("dropout", "attention_dropout"):  # a probability; 1 or more drops everything
-        if not 0 <= getattr(cfg.model, name) < 1:
-            raise ValueError(f"model.{name} must be in [0, 1), got {getattr(cfg.model, name)}")
 
 
 # Settings that may change between a run and its resume: they do not change the trajectory.
@@ -214,11 +185,11 @@ def set_token_ids(cfg: RunConfig, tokenizer) -> None:
 def model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, progress: bool):
     """The model (fresh, or the checkpoint's weights) and the train and held-out datasets."""
     torch.manual_seed(cfg.train.seed)  # first: the initial weights are a function of the seed
-    loaded = Electra.from_pretrained(ckpt) if ckpt is not None else None
+    loaded = load_model(ckpt) if ckpt is not None else None
     tokenizer, train_ds, heldout_ds = prepare_data(
         cfg, tokenizer=loaded.tokenizer if loaded is not None else None, progress=progress)
     set_token_ids(cfg, tokenizer)
-    model = Electra(cfg.model, cfg.objective)
+    model = build_model(cfg.model, cfg.objective)
     if loaded is not None:
         model.load_state_dict(loaded.state_dict())
     model.tokenizer = tokenizer

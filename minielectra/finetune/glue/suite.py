@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import data as glue, table
-from ..classifier import FinetuneConfig, apply_finetune_overrides
+from ..classifier import finetune_config
 from ..train import _finetune, check_counts, open_checkpoint
 
 
@@ -38,7 +38,7 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
         raise ValueError("save_models needs out: the folder the fine-tuned models go to")
     check_counts(seeds, max_train_examples)
     names = [glue.get_task(t).name for t in (tasks or glue.GLUE_TASKS)]
-    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
+    cfg = finetune_config(overrides)
     pretrained, source = open_checkpoint(checkpoint)  # once for all tasks
     results, missing = {}, {}
     for t in names:

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -35,13 +34,13 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from ...config import ModelConfig, _from_dict, _parse
+from ...config import ModelConfig
 from ...data.files import sha256_sums
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
 from ...model.storage import CHECKSUMS, VOCAB, verify_checksums
 from ...model.transformer import Encoder
-from ...names import unknown_key
+from ...overrides import from_dict
 from ..classifier import FinetuneConfig
 
 WEIGHTS, META = "model.safetensors", "finetune.json"
@@ -67,23 +66,6 @@ class SquadConfig:
         if self.train_articles < 0:
             raise ValueError(f"squad.train_articles must be >= 0, got {self.train_articles}")
         return self
-
-
-def split_overrides(overrides: Iterable[str]) -> tuple[SquadConfig, list[str]]:
-    """``squad.*`` overrides applied to a :class:`SquadConfig`; the rest returned for
-    :func:`~.classifier.apply_finetune_overrides`."""
-    cfg, rest = SquadConfig(), []
-    hints = typing.get_type_hints(SquadConfig)
-    for item in overrides:
-        key, eq, raw = item.partition("=")
-        if not key.strip().startswith("squad."):
-            rest.append(item)
-            continue
-        name = key.strip()[len("squad."):]
-        if not eq or name not in hints:
-            raise unknown_key(key.strip(), sorted(f"squad.{n}" for n in hints))
-        setattr(cfg, name, _parse(raw.strip(), hints[name], key.strip()))
-    return cfg.validate(), rest
 
 
 class SpanQA(nn.Module):
@@ -173,9 +155,9 @@ def load_qa(path: str | Path, *, device: str = "cpu") -> FinetunedQA:
     path = Path(path)
     try:
         meta = json.loads((path / META).read_text())
-        mcfg = _from_dict(ModelConfig, meta["model"], prefix="model.")
-        cfg = _from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
-        squad = _from_dict(SquadConfig, meta["squad"], prefix="squad.")
+        mcfg = from_dict(ModelConfig, meta["model"], prefix="model.")
+        cfg = from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
+        squad = from_dict(SquadConfig, meta["squad"], prefix="squad.")
         task, thresh = meta["task"], float(meta["na_prob_threshold"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"{path / META}: not a fine-tuned question answerer "

@@ -25,18 +25,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...config import override_keys
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
+from ...objectives.compute import load_model
+from ...overrides import apply_overrides, override_keys
 from ...training.checkpoints import resolve_checkpoint
 from ...training.optim import AdamWeightDecay
 from . import data as squad_data, eval as squad_eval
-from ..classifier import (FinetuneConfig, apply_finetune_overrides, layerwise_param_groups,
+from ..classifier import (FinetuneConfig, layerwise_param_groups,
                          lr_factor, optimizer_step)
 from .data import SquadSet
 from .features import Window, make_all_windows
-from .model import (FinetunedQA, SpanQA, SquadConfig, build_span_qa, save_qa, span_loss,
-                          split_overrides)
+from .model import FinetunedQA, SpanQA, SquadConfig, build_span_qa, save_qa, span_loss
 from .post import predict_answers
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ def _open(checkpoint) -> tuple[Electra, str | None]:
     if isinstance(checkpoint, nn.Module):
         return checkpoint, None
     path = resolve_checkpoint(checkpoint)
-    return Electra.from_pretrained(path), str(path)
+    return load_model(path), str(path)
 
 
 def _tokenizer(pretrained: Electra, cfg: FinetuneConfig):
@@ -158,10 +158,11 @@ def _tokenizer(pretrained: Electra, cfg: FinetuneConfig):
 
 def _configs(overrides: Sequence[str], max_positions: int) -> tuple[FinetuneConfig, SquadConfig]:
     """The GLUE recipe, SQuAD's length and epochs unless ``--set`` says otherwise."""
-    squad, rest = split_overrides(overrides)
-    given = override_keys(rest)
+    cfg, squad, given = FinetuneConfig(), SquadConfig(), override_keys(overrides)
     defaults = [f"finetune.{k}={v}" for k, v in RECIPE.items() if f"finetune.{k}" not in given]
-    cfg = apply_finetune_overrides(FinetuneConfig(), defaults + list(rest))
+    apply_overrides({"finetune": cfg, "squad": squad}, defaults + list(overrides))
+    cfg.validate()
+    squad.validate()
     if cfg.shuffle_buffer:  # the official stream is only reproduced for GLUE's loop
         raise ValueError("finetune.shuffle_buffer is for GLUE tasks; SQuAD reshuffles each epoch")
     if cfg.max_seq_len > max_positions:
