@@ -38,6 +38,7 @@ from ...config import ModelConfig
 from ...data.files import sha256_sums
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
+from ...model.gdes import plain_state_dict
 from ...model.storage import CHECKSUMS, VOCAB, verify_checksums
 from ...model.transformer import Encoder
 from ...overrides import from_dict
@@ -107,7 +108,7 @@ def build_span_qa(pretrained: Electra, cfg: FinetuneConfig) -> SpanQA:
                                    attention_dropout=cfg.encoder_dropout)
     model = SpanQA(mcfg)
     source = (Electra(pretrained.config) if cfg.from_scratch else pretrained).discriminator
-    model.encoder.load_state_dict(source.encoder.state_dict())
+    model.encoder.load_state_dict(plain_state_dict(source.encoder))  # GDES residuals folded in
     return model
 
 
