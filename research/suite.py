@@ -114,7 +114,11 @@ class Models:
         self.cache: dict[str, tuple] = {}
 
     def get(self, arm: Arm):
+        """The arm's model and identity; None while its checkpoint is not there (a pre-training
+        run still going: name its final ``step_N`` checkpoint, which appears when it is done)."""
         if arm.name not in self.cache:
+            if arm.checkpoint != "bundled" and not Path(arm.checkpoint).exists():
+                return None
             model, _ = open_checkpoint(arm.checkpoint)
             if arm.random:
                 model = random_twin(model)
@@ -181,6 +185,8 @@ def held(lock: Path | None):
 
 
 def run_job(job: Job, models: Models, runs: Path, lock: Path | None) -> dict | None:
+    if models.get(job.arm) is None:
+        return None
     model, identity = models.get(job.arm)
     key = job_key(job, identity)
     done, mine = runs / f"{key}.json", runs / f"{key}.claim"
