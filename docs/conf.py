@@ -107,7 +107,7 @@ html_last_updated_fmt = None
 html_show_sourcelink = False
 # MathJax from a wheel (jupyter-server-mathjax ships MathJax 2 with its fonts), copied beside
 # the pages: formulas render without a network.
-mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML"
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"  # the config the wheel ships
 mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]],
                                "displayMath": [["\\[", "\\]"]], "processEscapes": True}}
 
