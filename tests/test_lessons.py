@@ -63,6 +63,20 @@ def test_each_lesson_follows_the_template(name):
         assert not any(o["output_type"] == "error" for o in c["outputs"]), (name, source[:60])
 
 
+@pytest.mark.parametrize("name", [n for n in EXPECTED if n.endswith(".ipynb")])
+def test_each_lesson_ends_pointing_at_its_solutions(name):
+    """The exercises' last line says where their solutions are: the chapter's Solutions section
+    and the lesson's solutions notebook, both existing files."""
+    nb = json.loads((NOTEBOOKS / name).read_text())
+    last = "".join(nb["cells"][-1]["source"]).strip().splitlines()[-1]
+    solutions = f"solutions/{name[:2]}_solutions.ipynb"
+    assert last.startswith("Solutions are in"), (name, last)
+    assert f"](../tutorial/{name.replace('.ipynb', '.md')}#solutions)" in last, (name, last)
+    assert f"]({solutions})" in last and (NOTEBOOKS / solutions).is_file(), (name, last)
+    chapter = (ROOT / "tutorial" / name.replace(".ipynb", ".md")).read_text()
+    assert "\n## Solutions" in chapter, name
+
+
 def _ignored(cell: dict) -> bool:
     """nbval does not compare this cell's output (its metadata tag says so)."""
     tags = cell.get("metadata", {}).get("tags", [])
