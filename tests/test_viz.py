@@ -456,3 +456,18 @@ def test_explorer_state_lives_in_the_kernel_for_a_reload(ckpt):
     shown = state["outputs"][0]["data"]["application/vnd.plotly.v1+json"]
     assert shown["data"][0]["text"][0][1] == "dog<br><i>(cat)</i>"
     assert [w.model_id for w in ex.widget.children][-1] == ex.view.widget.model_id
+
+
+def test_span_figure_keeps_its_legend_and_label_off_the_bars():
+    """The SQuAD view: a P(start) of 1 reaches the top of the axis; the legend sits wholly above
+    the plot (anchored at its bottom edge) and the axis leaves room over 1 for the span's label."""
+    from minielectra.viz.squad import span_figure
+    view = {"tokens": ["the", "bro", "##ncos", "won", '"', "."], "p_start": [1, 0, 0, 0, 0, 0],
+            "p_end": [0, 0, 1, 0, 0, 0], "p_start_null": 0.0, "p_end_null": 0.0,
+            "answer_tokens": [0, 2]}
+    fig = span_figure(view, title="Who won?")
+    legend = fig.layout.legend
+    assert legend.yanchor == "bottom" and legend.y >= 1  # outside the plot area, above it
+    assert fig.layout.yaxis.range[1] > 1.1  # bars of 1 leave room for "answer" above them
+    assert fig.layout.margin.t >= 90  # the title and the legend both fit over the plot
+    assert list(fig.layout.xaxis.ticktext) == ["the", "bro", "##ncos", "won", '"', "."]
