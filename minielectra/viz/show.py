@@ -95,10 +95,11 @@ class FigureView:
     ``Output`` whose one output is the figure's plotly JSON; :meth:`draw` replaces it.
 
     Not plotly's ``FigureWidget``: the kernel keeps that widget's figure as it was first shown
-    (later edits reach the page as messages), and anywidget gives a model restored by a reload
-    two seconds to load plotly.js, so a reloaded page drew stale axes or nothing ("[anywidget]
-    Failed to initialize model"). An ``Output``'s outputs are kernel-side state, so the page
-    draws the latest figure; each draw replaces the whole figure (a reader's zoom is not kept).
+    (later edits reach the page as messages only), and anywidget gives a model restored by a
+    reload two seconds to load plotly.js's 5 MB, so a reloaded page draws stale axes or nothing
+    ("[anywidget] Failed to initialize model"). An ``Output``'s outputs are kernel-side state, so
+    the page draws the latest figure; each draw replaces the whole figure (a reader's zoom is not
+    kept).
     """
 
     def __init__(self, fig: go.Figure | None = None):
