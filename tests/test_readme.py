@@ -85,6 +85,8 @@ def test_ci_runs_the_readme_test_command_first():
     runs = [line for line in ci if line.startswith("python -m pytest")
             or "python -m pytest" in line.split("#")[0]]
     assert runs and runs[0] == command, runs
+    assert ("env -u MINIELECTRA_DATA_DIR python -m pytest -q -p no:cacheprovider --nbval-lax "
+            "notebooks") in runs  # then the course again, as a learner without a data directory
 
 
 CHANGE_LOG = re.compile(r"\(before[:,]|\bbefore:|\bissues?\b|\bBoth targets\b|\bno longer (?:fails|"

@@ -164,6 +164,9 @@ def test_live_report_redraws_on_evaluations_and_when_due():
     live.every_s = 0.0
     live(dict(train, step=20, gen_loss=2.5))
     assert live.figure.data[0].y == (3.0, 2.5)
+    # The widget's state (what a reloaded page draws) is the figure drawn last.
+    shown = live.widget.get_state()["outputs"][0]["data"]["application/vnd.plotly.v1+json"]
+    assert shown["data"][0]["y"] == [3.0, 2.5]
 
 
 def _title_extent(fig, note) -> tuple[float, float]:
@@ -204,7 +207,7 @@ def test_report_panels_say_they_are_empty_until_their_first_record():
 
 
 def test_report_shows_a_line_not_its_repr_without_a_kernel():
-    bundle = widget_bundle(LiveReport().figure, "live curves")
+    bundle = widget_bundle(LiveReport().widget, "live curves")
     assert bundle["text/plain"] == "live curves"
     assert "application/vnd.jupyter.widget-view+json" in bundle
 

@@ -343,6 +343,30 @@ def write_report(result: dict, out: Path) -> list[Path]:
     return files
 
 
+def loss_share(grid: torch.Tensor) -> float:
+    """The share of a loss-position grid's tokens (1 or 2) that carry a loss (2)."""
+    return (grid == 2).sum().item() / max(1, (grid > 0).sum().item())
+
+
+def loss_positions_figure(rows: dict[str, torch.Tensor], *, title: str):
+    """The interactive twin of :func:`loss_positions_svg`: one heatmap grid per objective side
+    by side (white: padding, grey: no loss, red: a loss), each labelled with its name and share."""
+    import plotly.graph_objects as go
+    colors = [[0, "white"], [0.5, "#dddddd"], [1, "#d62728"]]
+    fig = go.Figure()
+    for k, (name, grid) in enumerate(rows.items()):
+        b, n = grid.shape
+        x0 = k * (n + 2)  # two empty columns between the grids
+        fig.add_trace(go.Heatmap(z=grid.flip(0).tolist(), x0=x0, showscale=False, zmin=0, zmax=2,
+                                 colorscale=colors, name=name, xgap=2, ygap=2,
+                                 hovertemplate=f"{name}<extra></extra>"))
+        fig.add_annotation(x=x0 - 0.5, y=b - 0.5, xanchor="left", yanchor="bottom",
+                           showarrow=False, text=f"{name}: {loss_share(grid):.0%} of tokens")
+    return fig.update_layout(title=title, height=320, width=600, xaxis_visible=False,
+                             yaxis_visible=False, plot_bgcolor="white",
+                             margin=dict(t=80, l=20, r=20, b=20))
+
+
 def loss_positions_svg(rows: dict[str, torch.Tensor], *, title: str) -> str:
     """A static picture of which positions carry a loss: one grid per objective (``rows``:
     name -> ``(b, n)`` 0/1/2 = padding / no loss / loss), a square per token."""
@@ -357,8 +381,8 @@ def loss_positions_svg(rows: dict[str, torch.Tensor], *, title: str) -> str:
     colors = {0: "#ffffff", 1: "#dddddd", 2: "#d62728"}
     for k, (name, grid) in enumerate(rows.items()):
         x0 = gap + k * (n * cell + gap)
-        share = (grid == 2).sum().item() / max(1, (grid > 0).sum().item())
-        parts.append(f'<text x="{x0}" y="{top - 8}">{escape(name)}: {share:.0%} of tokens</text>')
+        parts.append(f'<text x="{x0}" y="{top - 8}">{escape(name)}: {loss_share(grid):.0%} of '
+                     'tokens</text>')
         for i in range(b):
             for j in range(n):
                 parts.append(f'<rect x="{x0 + j * cell}" y="{top + i * cell}" width="{cell - 2}" '
