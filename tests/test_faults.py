@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -351,8 +352,9 @@ SCENARIOS = [
       "finetune.json: damaged"),
     S("fine-tuned weights truncated", lambda w, t: ["predict", "--model", _cut_model(w, t),
                                                     "hello"], "model.safetensors"),
-    S("a pair for a single-sentence task", lambda w, t: ["predict", "--model", w.model, "a",
-                                                         "b"], "input 0 is a pair"),
+    S("a pair for a single-sentence task", lambda w, t: ["predict", "--model", w.model, "-"],
+      "input 0 is a pair",
+      lambda m, w, t: m.setattr("sys.stdin", io.StringIO("a\tb\n"))),
     S("neither sentences nor --file", lambda w, t: ["predict", "--model", w.model],
       "--file"),
     # -------------------------------------------------------------------------- convert

@@ -231,7 +231,7 @@ def test_finetune_out_is_checked_before_training(tmp_path, capsys, monkeypatch):
 
 def _finetune_process(out: Path, log) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "minielectra", *FT, "--set",
-                             "finetune.epochs=1000", "--out", str(out)],
+                             "finetune.epochs=100000", "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=log, text=True)
 
 
@@ -255,7 +255,8 @@ def test_a_second_finetune_is_refused_and_sigterm_keeps_the_first_model(model, t
     log = open(tmp_path / "stderr.txt", "w+")
     proc = _finetune_process(out, log)
     try:
-        _wait(lambda: "seed 0" in (tmp_path / "stderr.txt").read_text(), proc, log)  # training
+        # training: the first holds the lock (its progress lines may come only at the end)
+        _wait(lambda: f"pid {proc.pid} on " in (out / "run.lock").read_text(), proc, log)
         line = one_error(*run_cli(capsys, *FT, "--out", out)[::2],
                          f"in use by another fine-tuning (pid {proc.pid} on ")
         proc.send_signal(signal.SIGTERM)
