@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from .config import apply_overrides, override_keys, preset
+from .ownership import refuse_overlap
 from .safeio import refuse_overwrite
 from .usage import next_commands, time_cap_note
 
@@ -168,6 +169,7 @@ def cmd_viz(args):
     replace = parse_replacements(args.replace)
     if args.out is not None:  # before any work; the page replaces a link, never its target
         refuse_overwrite(args.out, force=args.force)
+        refuse_overlap(args.out, {"--run": args.run, "--checkpoint": args.checkpoint})
     if args.run is None:
         if args.text is None:
             raise ValueError('give --text "a sentence" (or --run DIR for a run\'s report)')

@@ -102,19 +102,39 @@ def test_lessons_never_write_through_a_link(tmp_path, capsys):
     dangling = course / "notebooks" / "01_text_to_examples.ipynb"
     dangling.symlink_to(outside / "created-through-the-link")
     (course / "notebooks" / "README.md").symlink_to(outside / "precious.txt")
-    code, _, err = run_cli(capsys, "lessons", course)
-    one_error(code, err, "already exist")
-    assert not (outside / "created-through-the-link").exists()
-    assert run_cli(capsys, "lessons", course, "--force")[0] == 0
-    assert (outside / "precious.txt").read_text() == "mine"  # the link went, not its target
-    assert not (outside / "created-through-the-link").exists()
-    assert not dangling.is_symlink() and dangling.stat().st_size > 1000
+    for force in ([], ["--force"]):  # a link is never the tool's: --force replaces only its own
+        one_error(*run_cli(capsys, "lessons", course, *force)[::2], "01_text_to_examples.ipynb",
+                  "symbolic link")
+    assert (outside / "precious.txt").read_text() == "mine"
+    assert sorted(p.name for p in outside.iterdir()) == ["precious.txt"]
+    assert dangling.is_symlink() and not (course / ".minielectra-files.json").exists()
     # A folder of the course that is a link elsewhere is refused, even with --force.
     other = tmp_path / "other"
     other.mkdir()
     (other / "tutorial").symlink_to(outside, target_is_directory=True)
     one_error(*run_cli(capsys, "lessons", other, "--force")[::2], "tutorial", "symbolic link")
     assert sorted(p.name for p in outside.iterdir()) == ["precious.txt"]
+
+
+def test_lessons_force_replaces_only_what_lessons_wrote(tmp_path, capsys):
+    course = tmp_path / "course"
+    assert run_cli(capsys, "lessons", course)[0] == 0
+    notebook = course / "notebooks" / "01_text_to_examples.ipynb"
+    shipped = notebook.read_bytes()
+    notebook.write_text("my edits")
+    (course / "notebooks" / "mine.ipynb").write_text("my own notebook")  # not a lesson's name
+    one_error(*run_cli(capsys, "lessons", course)[::2], "already exist", "--force")
+    assert notebook.read_text() == "my edits"
+    assert run_cli(capsys, "lessons", course, "--force")[0] == 0  # its own file, as asked
+    assert notebook.read_bytes() == shipped
+    assert (course / "notebooks" / "mine.ipynb").read_text() == "my own notebook"
+    # A learner's folder without the record: the same names are theirs, even with --force.
+    theirs = tmp_path / "theirs"
+    (theirs / "notebooks").mkdir(parents=True)
+    (theirs / "notebooks" / "01_text_to_examples.ipynb").write_text("my notebook")
+    one_error(*run_cli(capsys, "lessons", theirs, "--force")[::2],
+              "notebooks/01_text_to_examples.ipynb", "did not write")
+    assert (theirs / "notebooks" / "01_text_to_examples.ipynb").read_text() == "my notebook"
 
 
 def test_a_run_never_writes_through_its_lock_or_log_links(tmp_path, capsys, cache):
@@ -124,12 +144,12 @@ def test_a_run_never_writes_through_its_lock_or_log_links(tmp_path, capsys, cach
     for name in ("run.lock", "metrics.jsonl", "config.json"):
         (outside / name).write_text(f"my {name}")
         (run / name).symlink_to(outside / name)
-    code, _, err = run_cli(capsys, "pretrain", *TINY, "--max-steps", "2", "--out", run)
-    assert code == 0, err
+    one_error(*run_cli(capsys, "pretrain", *TINY, "--max-steps", "2", "--out", run)[::2],
+              "config.json", "symbolic link")
     for name in ("run.lock", "metrics.jsonl", "config.json"):
         assert (outside / name).read_text() == f"my {name}", name
-        assert not (run / name).is_symlink()
-    assert (run / "metrics.jsonl").read_text().count("\n") >= 1
+        assert (run / name).is_symlink()
+    assert sorted(p.name for p in run.iterdir()) == ["config.json", "metrics.jsonl", "run.lock"]
 
 
 def test_write_file_replaces_a_link_and_keeps_siblings_permissions(tmp_path):

@@ -33,9 +33,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..model.electra import Electra
+from ..safeio import write_file
 from ..data.tokenizer import WordPieceTokenizer
-from ..training.checkpoints import resolve_checkpoint
+from ..training.checkpoints import load_checkpoint, resolve_checkpoint
 from ..training.optim import AdamWeightDecay
 from . import fewsample, metrics
 from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate,
@@ -191,8 +191,8 @@ def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:
     memory). Resolved and loaded once, however many tasks and seeds then use it."""
     if isinstance(checkpoint, nn.Module):
         return checkpoint, None
-    path = resolve_pretrained(checkpoint)
-    return Electra.from_pretrained(path), str(path)
+    model, path = load_checkpoint(checkpoint)  # a run still pruning: its newest complete one
+    return model, str(path)
 
 
 def get_tokenizer(pretrained, cfg: FinetuneConfig):
@@ -294,7 +294,7 @@ def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *
         out.mkdir(parents=True, exist_ok=True)
         if save and seeds > 1:
             _keep_median_model(out, runs, result["median_seed"], keep_all_models)
-        (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+        write_file(out / "result.json", json.dumps(result, indent=2) + "\n")
     return result
 
 

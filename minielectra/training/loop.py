@@ -30,7 +30,7 @@ from .evaluate import evaluate_model, heldout_batches
 from .interrupt import Interrupted, SigintFlag, deferred_sigint
 from .optim import build_optimizer, lr_at, set_lr
 from .setup import (check_types, lock_run_dir, model_and_data, prepare_out_dir,
-                    refuse_earlier_run, release_run_dir, resume_point)
+                    refuse_earlier_run, refuse_inputs_as_output, release_run_dir, resume_point)
 from .ranks import Ranks, seed_slice
 from .step import MetricsLog, NanGuard, train_step
 
@@ -52,6 +52,7 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     check_types(cfg)  # these refusals come before the lock creates train.out_dir
     cfg.validate()
     resolve_device(cfg.train)
+    refuse_inputs_as_output(cfg)
     # One run per directory (rank 0 holds it for a data-parallel run), released when we return.
     lock = lock_run_dir(cfg.train.out_dir) if ranks.main else None
     try:

@@ -28,7 +28,8 @@ from torch import nn
 from ...config import override_keys
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
-from ...training.checkpoints import resolve_checkpoint
+from ...safeio import write_file
+from ...training.checkpoints import load_checkpoint
 from ...training.optim import AdamWeightDecay
 from . import data as squad_data, eval as squad_eval
 from ..classifier import (FinetuneConfig, apply_finetune_overrides, layerwise_param_groups,
@@ -139,8 +140,8 @@ def load_sets(task: str, squad: SquadConfig, *, train=None, dev=None, data_dir=N
 def _open(checkpoint) -> tuple[Electra, str | None]:
     if isinstance(checkpoint, nn.Module):
         return checkpoint, None
-    path = resolve_checkpoint(checkpoint)
-    return Electra.from_pretrained(path), str(path)
+    model, path = load_checkpoint(checkpoint)  # a run still pruning: its newest complete one
+    return model, str(path)
 
 
 def _tokenizer(pretrained: Electra, cfg: FinetuneConfig):
@@ -224,7 +225,7 @@ def _write(out: Path, qa: FinetunedQA, result: dict, answers: dict, na_probs: di
     out.mkdir(parents=True, exist_ok=True)
     if save_model:
         save_qa(qa, out, result=result)
-    (out / "predictions.json").write_text(json.dumps(answers, indent=1) + "\n")
+    write_file(out / "predictions.json", json.dumps(answers, indent=1) + "\n")
     if na_probs is not None:
-        (out / "na_probs.json").write_text(json.dumps(na_probs, indent=1) + "\n")
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+        write_file(out / "na_probs.json", json.dumps(na_probs, indent=1) + "\n")
+    write_file(out / "result.json", json.dumps(result, indent=2) + "\n")
