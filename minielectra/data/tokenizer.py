@@ -344,8 +344,9 @@ def _train_cached(corpus: "Corpus", vocab_size: int, cache_dir: Path) -> WordPie
         tokenizer = WordPieceTokenizer.train(_Again(lambda: _capped(corpus.texts(),
                                                                     TRAIN_VOCAB_MAX_CHARS)),
                                              vocab_size)
-    except ValueError as e:
-        raise ValueError(f"corpus {corpus.name!r}: {e}") from None
+    except ValueError as e:  # named once: a corpus file's own error names it already
+        raise ValueError(str(e) if str(e).startswith("corpus ") else
+                         f"corpus {corpus.name!r}: {e}") from None
     remove_stale_builds(directory.parent)  # a killed build's leftovers
     tmp = directory.with_name(f"{directory.name}.tmp{os.getpid()}")
     tokenizer.save(tmp)

@@ -203,6 +203,8 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
         (f"finetune_{t}", f"fine-tune {t}") for t in top[0]["finetune_tasks"]]
     series = [{"name": label, "y": [r[k] for r in top], "err": [r[k + "_sd"] for r in top]}
               for k, label in metrics if not any(math.isnan(r[k]) for r in top)]
+    if not series:  # no judge ran (no data dir): the tables say which were skipped
+        return []
     groups = [r["arm"] for r in top]
     fig = go.Figure([go.Bar(x=groups, y=s["y"], name=s["name"],
                             error_y={"type": "data", "array": s["err"]}) for s in series])

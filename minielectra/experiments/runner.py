@@ -101,7 +101,7 @@ def flops_check(specs: list[RunSpec]) -> dict[str, dict]:
 
 def skipped_judges(judge: Judge, present: list[str]) -> list[str]:
     """The judges that cannot run here, each with why: what the report then says it skipped."""
-    why = "no GLUE data in the data dir (MINIELECTRA_DATA_DIR)" if not present else ""
+    why = "no GLUE task's files: MINIELECTRA_DATA_DIR unset or without glue/" if not present else ""
     skipped = []
     if not judge.probe_tasks:
         skipped.append(f"linear probes ({why or 'no --probe-tasks'})")
@@ -109,7 +109,7 @@ def skipped_judges(judge: Judge, present: list[str]) -> list[str]:
         skipped.append(f"fine-tuning ({why or 'no --finetune-tasks'})")
     if not judge.swap_examples:
         skipped.append("the English word-order probe (" + ("off" if "sst2" in present else
-                                                            "no SST-2 sentences here") + ")")
+                                                            "no SST-2 sentences") + ")")
     return skipped
 
 

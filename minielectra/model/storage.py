@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from ..data.files import first_damaged, sha256_sums
+from ..data.files import first_damaged, outside, sha256_sums
 from ..safeio import public_modes, write_file
 
 logger = logging.getLogger(__name__)
@@ -113,8 +113,12 @@ def verify_checksums(directory: Path, names=None) -> bool:
         sums = json.loads(path.read_text())["sha256"]
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
         raise DamagedCheckpointError(f"{path}: unreadable ({e!r})") from None
+    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
+        raise DamagedCheckpointError(f"{path}: damaged (\"sha256\" is not a map of file names "
+                                     "to sums)")
+    away = [name for name in sums if outside(directory, name)]  # never read, whichever asked
     problem = first_damaged(directory, {name: digest for name, digest in sums.items()
-                                        if names is None or name in names})
+                                        if names is None or name in names or name in away})
     if problem:
         raise DamagedCheckpointError(problem)
     return True
