@@ -129,9 +129,11 @@ def cmd_squad_eval(args) -> dict:
 
 def cmd_convert(args) -> dict:
     from .model.convert import convert
+    from .training.checkpoints import resolve_checkpoint
     direction = "from_hf" if args.from_hf else "to_hf"
-    out = convert(args.from_hf or args.to_hf, args.out, direction=direction,
-                  generator=args.generator)
+    # --to-hf takes what finetune and evaluate take: a run dir means its latest checkpoint
+    src = args.from_hf or resolve_checkpoint(args.to_hf)
+    out = convert(src, args.out, direction=direction, generator=args.generator)
     return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
 
 
