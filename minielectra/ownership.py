@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .safeio import (LOCK_FILE, FolderLock, check_out_dir, glob_escape, held_here, public_modes,
-                     write_file)
+from .safeio import (LOCK_FILE, FolderLock, check_out_dir, glob_escape, held_here, named_at,
+                     public_modes, write_file)
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +293,8 @@ def exclusive_output(path: str | Path, layout: Layout, *, what: str | None = Non
     goes and ``path`` is as it was; a folder this call created is removed again.
     """
     path = check_out_dir(path, flag=flag)
+    if path.is_symlink():  # a link the user named is the folder they mean: where it points
+        path = path.resolve()
     _recover(path)
     refuse_foreign(path, foreign_files(path, layout), layout, flag=flag)
     created = not path.exists()
@@ -315,6 +317,10 @@ def exclusive_output(path: str | Path, layout: Layout, *, what: str | None = Non
             new_lock = FolderLock(tmp, what=what).acquire()  # the lock moves with the folder
             _swap(tmp, path)
             done = True
+        except OSError as e:  # a full disk: named at its place in path, not in tmp
+            if (Path(e.filename).is_relative_to(tmp) if e.filename else e.errno == errno.ENOSPC):
+                raise named_at(e, tmp, path) from None
+            raise
         finally:
             if not done:
                 shutil.rmtree(tmp, ignore_errors=True)

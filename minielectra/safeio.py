@@ -87,6 +87,15 @@ def write_file(path: str | Path, data: bytes | str) -> Path:
     return path
 
 
+def named_at(e: OSError, tmp: Path, path: Path) -> OSError:
+    """``e`` naming the file's final place under ``path`` rather than under the temporary
+    folder ``tmp`` it was being written in (or ``path`` itself when ``e`` names no file)."""
+    where = Path(e.filename) if e.filename else path
+    if where.is_relative_to(tmp):
+        where = path / where.relative_to(tmp)
+    return OSError(e.errno, e.strerror or str(e), str(where))
+
+
 def public_modes(root: str | Path) -> None:
     """Give ``root`` and everything in it a new file's permissions (0666 or 0777 less the
     umask): ``mkdtemp`` and safetensors make theirs private, unlike every sibling."""

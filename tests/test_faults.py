@@ -310,6 +310,17 @@ SCENARIOS = [
         w, csv_file(t, "t.csv", "text,text_pair,label\na,b,1\nc,,0\n")),
       "t.csv: line 3, column 'text_pair': the text is empty"),
     S("a folder as --train", lambda w, t: finetune_files(w, t), ": a folder, not a file"),
+    S("text and label the same column", lambda w, t: reviews(w, "--text-column", "label"),
+      "--text-column and --label-column both name the column 'label'"),
+    S("text pair the text column", lambda w, t: reviews(w, "--text-pair-column", "text"),
+      "--text-column and --text-pair-column both name the column 'text'"),
+    S("a SQuAD 2.0 file for --task squad", lambda w, t: _squad(w, t, "squad", "v2.0"),
+      "is SQuAD 2.0, but --task squad is SQuAD 1.1: use --task squad_v2"),
+    S("a SQuAD 1.1 file for --task squad_v2", lambda w, t: _squad(w, t, "squad_v2", "1.1"),
+      "is SQuAD 1.1, but --task squad_v2 is SQuAD 2.0: use --task squad"),
+    S("glue --tasks naming one twice", lambda w, t: ["glue", "--checkpoint", w.run, "--tasks",
+                                                     "sst2", "rte", "sst2"],
+      "--tasks names sst2 twice"),
     S("train UTF-16", lambda w, t: finetune_files(
         w, csv_file(t, "t.csv", "text,label\ngood,1\nbad,0\n".encode("utf-16"))),
       "t.csv: UTF-16 text"),
@@ -433,6 +444,12 @@ def _run_sum_outside(w, t):
     run = _back_to_step_4(w, t)
     _sum_outside(w, t, "../../../secret.bin", run / "checkpoints" / "step_0000004")
     return run
+
+
+def _squad(w, t, task: str, version: str) -> list:
+    from test_squad import fixture_file
+    data = fixture_file(t / "squad.json", version)
+    return ["finetune", "--checkpoint", w.run, "--task", task, "--train", data, "--dev", data]
 
 
 def _sums_list(w, t):

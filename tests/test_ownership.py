@@ -312,3 +312,17 @@ def test_a_second_prepare_or_glue_on_the_same_folder_is_refused(tmp_path, capsys
                       f"pid {os.getpid()}")
         finally:
             held.release()
+
+
+def test_a_full_disk_in_a_folder_built_aside_names_the_file_at_its_place(tmp_path):
+    from minielectra.ownership import Layout, exclusive_output
+    out = tmp_path / "out"
+    with pytest.raises(OSError) as caught:
+        with exclusive_output(out, Layout("convert")) as tmp:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp / "sub" / "a.bin"))
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(out / "sub" /
+                                                                               "a.bin")
+    assert not out.exists() and not list(tmp_path.iterdir())
+    with pytest.raises(FileNotFoundError, match="train.csv: no such file"):  # not a write's
+        with exclusive_output(out, Layout("convert")):
+            raise FileNotFoundError("train.csv: no such file")

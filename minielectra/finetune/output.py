@@ -48,17 +48,13 @@ def finetune_output(out: str | Path | None, *, layout: Layout = FINETUNED,
         except KeyboardInterrupt as e:
             raise type(e)(f"{str(e) or 'interrupted'}; nothing saved (no --out)") from None
         return
-    tmp = None
     try:
         with exclusive_output(out, layout, what=what) as tmp:
             yield tmp
     except KeyboardInterrupt as e:
         raise type(e)(f"{str(e) or 'interrupted'}; nothing saved, {out} is as it was") from None
-    except OSError as e:
+    except OSError as e:  # named at its place in out (exclusive_output)
         if e.errno != errno.ENOSPC:
             raise
-        where = Path(e.filename) if e.filename else None  # its place in out, not in tmp
-        if where is not None and tmp is not None and where.is_relative_to(tmp):
-            where = Path(out) / where.relative_to(tmp)
-        raise OSError(errno.ENOSPC, f"{e.strerror} while writing {where or 'the output'}; "
-                      "nothing saved, the folder is as it was", str(out)) from None
+        raise OSError(errno.ENOSPC, f"{e.strerror} while writing {e.filename}; nothing "
+                      "saved, the folder is as it was", str(out)) from None

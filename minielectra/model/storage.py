@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from ..data.files import first_damaged, outside, sha256_sums
-from ..safeio import public_modes, write_file
+from ..safeio import named_at, public_modes, write_file
 
 logger = logging.getLogger(__name__)
 
@@ -187,23 +187,13 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-        if isinstance(e, OSError) and e.errno is not None:  # named as the user will look for it
-            raise _named(e, tmp, path) from None
+        if isinstance(e, OSError) and (Path(e.filename).is_relative_to(tmp) if e.filename
+                                       else e.errno == errno.ENOSPC):
+            raise named_at(e, tmp, path) from None  # named as the user will look for it
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     _fsync(path.parent)
-
-
-def _named(e: OSError, tmp: Path, path: Path) -> OSError:
-    """``e`` naming the file's final place under ``path`` (not the temporary folder), or the
-    folder itself when ``e`` names no file."""
-    where = Path(e.filename) if e.filename else None
-    if where is None or not where.is_relative_to(tmp):
-        where = path if where is None else where
-    else:
-        where = path / where.relative_to(tmp)
-    return OSError(e.errno, e.strerror or str(e), str(where))
 
 
 def _fsync(path: Path) -> None:

@@ -49,6 +49,9 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
         raise ValueError("save_models needs out: the folder the fine-tuned models go to")
     check_counts(seeds, max_train_examples)
     names = [glue.get_task(t).name for t in (tasks or glue.GLUE_TASKS)]
+    twice = next((t for t in names if names.count(t) > 1), None)
+    if twice is not None:  # run twice, one result kept: refused rather than half shown
+        raise ValueError(f"--tasks names {twice} twice")
     cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
     refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint)})
     pretrained, source = open_checkpoint(checkpoint)  # once for all tasks

@@ -251,6 +251,13 @@ def build_task(name: str, train_rows: list[Row], dev_rows: list[Row], *,
     pair = columns.text_pair
     if pair is None and "text_pair" in train_rows[0][1]:
         pair = "text_pair"
+    roles = [("--text-column", columns.text), ("--text-pair-column", pair),
+             ("--label-column", columns.label)]
+    for i, (flag, name) in enumerate(roles):  # one column read as two things: silently wrong
+        other = next((f for f, n in roles[i + 1:] if n is not None and n == name), None)
+        if other is not None:
+            raise ValueError(f"{flag} and {other} both name the column {name!r}: a column is "
+                             "either the text, the second text or the label")
     labels = [_label_text(_field(r, columns.label, "label", "--label-column"), r[0],
                           columns.label) for r in train_rows]
     is_reg = _is_regression(labels, regression, [r[0] for r in train_rows])

@@ -133,8 +133,15 @@ def load_sets(task: str, squad: SquadConfig, *, train=None, dev=None, data_dir=N
     if squad.train_articles:
         if train is not None:
             raise ValueError("give --train FILE or squad.train_articles, not both")
-        return squad_data.split_articles(dev_set, squad.train_articles)
-    return squad_data.load_split(task, "train", path=train, data_dir=data_dir), dev_set
+        sets = squad_data.split_articles(dev_set, squad.train_articles)
+    else:
+        sets = squad_data.load_split(task, "train", path=train, data_dir=data_dir), dev_set
+    for s in sets:  # a 2.0 file read as 1.1 drops its unanswerable questions without a word
+        if s.is_v2 != (task == "squad_v2"):
+            raise ValueError(f"{s.source} is SQuAD {'2.0' if s.is_v2 else '1.1'}, but --task "
+                             f"{task} is SQuAD {'2.0' if task == 'squad_v2' else '1.1'}: use "
+                             f"--task {'squad_v2' if s.is_v2 else 'squad'}")
+    return sets
 
 
 def _open(checkpoint) -> tuple[Electra, str | None]:
