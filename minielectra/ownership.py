@@ -178,7 +178,12 @@ def refuse_foreign(folder: str | Path, found: list[str], layout: Layout, *,
     """One line naming the first foreign file (and how many there are)."""
     if not found:
         return
-    other = read_manifest(folder)
+    other, record = read_manifest(folder), Path(folder) / MANIFEST
+    if other is None and (record.exists() or record.is_symlink()):
+        raise FileExistsError(errno.EEXIST, f"{flag} holds a {MANIFEST} that is not a record "
+                              "minielectra wrote (damaged, or a link): nothing was changed; "
+                              "delete it to have the folder checked as one from before records, "
+                              f"or choose another {flag}", str(folder))
     if other is not None and other["command"] != layout.command:
         raise FileExistsError(errno.EEXIST, f"{flag} is minielectra {other['command']}'s output "
                               f"(its {MANIFEST} says so), not {layout.command}'s; nothing was "

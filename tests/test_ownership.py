@@ -326,3 +326,44 @@ def test_a_full_disk_in_a_folder_built_aside_names_the_file_at_its_place(tmp_pat
     with pytest.raises(FileNotFoundError, match="train.csv: no such file"):  # not a write's
         with exclusive_output(out, Layout("convert")):
             raise FileNotFoundError("train.csv: no such file")
+
+
+def test_a_damaged_record_is_named_not_trusted(env, tmp_path, capsys):
+    run = at_step_4(env, tmp_path / "run")
+    (run / MANIFEST).write_text('{"command": "pretrain", "fil')  # cut short, or edited
+    before = sums(run)
+    one_error(*run_cli(capsys, "pretrain", *TINY, "--max-steps", "8", "--out", run,
+                       "--resume")[::2], MANIFEST, "not a record")
+    assert sums(run) == before
+    (run / MANIFEST).unlink()  # as the line says: then checked as a folder from before records
+    assert run_cli(capsys, "pretrain", *TINY, "--max-steps", "8", "--out", run, "--resume")[0] == 0
+
+
+def test_ctrl_c_or_a_kill_while_converting_leaves_the_output_as_it_was(tmp_path, capsys,
+                                                                      monkeypatch):
+    from minielectra import ownership
+    out = tmp_path / "hf"
+    assert run_cli(capsys, "convert", "--to-hf", "bundled", "--out", out)[0] == 0
+    before = sums(out)
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr("minielectra.model.hf.export", ctrl_c)
+    assert run_cli(capsys, "convert", "--to-hf", "bundled", "--out", out)[0] == 130
+    assert sums(out) == before and not list(tmp_path.glob(".hf.*"))
+    monkeypatch.undo()
+    # kill -9 between the swap's two renames: the old folder aside, none in place; the next
+    # command puts it back (then replaces it as asked).
+    real_rename = os.rename
+
+    def killed_after_the_first(src, dst):
+        real_rename(src, dst)
+        if Path(dst).name == "output":  # the old folder, renamed aside
+            raise SystemExit("killed")
+    monkeypatch.setattr(ownership.os, "rename", killed_after_the_first)
+    with pytest.raises(SystemExit):
+        cli.main(["convert", "--to-hf", "bundled", "--out", str(out)])
+    monkeypatch.undo()
+    assert not out.exists() and list(tmp_path.glob(".hf.old-*"))
+    ownership._recover(out)
+    assert sums(out) == before

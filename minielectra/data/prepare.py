@@ -22,6 +22,7 @@ then serves it (each data-parallel rank reads only the rows of its slice of ever
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import logging
@@ -95,7 +96,12 @@ def _write_shard(root: Path, index: int, results, *, first_chunk: int, tokenizer
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    c = write_arrays(tmp, results, vocab_size=tokenizer.vocab_size, max_seq_len=n)
+    try:
+        c = write_arrays(tmp, results, vocab_size=tokenizer.vocab_size, max_seq_len=n)
+    except OSError as e:  # a full disk: a buffered write names no file, so name the shard
+        if e.filename or e.errno != errno.ENOSPC:
+            raise
+        raise OSError(e.errno, e.strerror, str(final)) from None
     meta = {"split": split, "corpus": f"shard {index} of {split}", "max_seq_len": n,
             "vocab_size": tokenizer.vocab_size, "num_examples": c["num_examples"],
             "first_chunk": first_chunk, "chunks": c["chunks"], "num_chars": c["num_chars"],
