@@ -8,6 +8,7 @@ import dataclasses
 import sys
 
 from .config import apply_overrides, override_keys, preset
+from .ownership import refuse_overlap
 from .safeio import refuse_overwrite
 from .usage import next_commands, time_cap_note
 
@@ -132,9 +133,12 @@ def cmd_squad_eval(args) -> dict:
 def cmd_convert(args) -> dict:
     from .model.convert import convert
     from .objectives.compute import build_model
+    from .training.checkpoints import resolve_checkpoint
     direction = "from_hf" if args.from_hf else "to_hf"
-    out = convert(args.from_hf or args.to_hf, args.out, direction=direction,
-                  generator=args.generator, model_class=build_model)
+    # --to-hf takes what finetune and evaluate take: a run dir means its latest checkpoint
+    src = args.from_hf or resolve_checkpoint(args.to_hf)
+    out = convert(src, args.out, direction=direction, generator=args.generator,
+                  model_class=build_model)
     return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
 
 
@@ -166,6 +170,7 @@ def cmd_viz(args):
     replace = parse_replacements(args.replace)
     if args.out is not None:  # before any work; the page replaces a link, never its target
         refuse_overwrite(args.out, force=args.force)
+        refuse_overlap(args.out, {"--run": args.run, "--checkpoint": args.checkpoint})
     if args.run is None:
         if args.text is None:
             raise ValueError('give --text "a sentence" (or --run DIR for a run\'s report)')

@@ -17,9 +17,10 @@ package). A link to a file that only a checkout has (the README, ``docs/``, ``re
 becomes its text and the file's place in the repository, e.g. "the results (minielectra
 repository: `docs/results/english.md`)". The repository's own files keep their links.
 
-A learner's copy is their work: a file already in ``DIR`` is refused, naming it, unless
-``force``; and nothing is ever written through a symbolic link inside ``DIR`` (with ``force`` the
-link itself is replaced, never its target).
+A learner's copy is their work: a lesson file already in ``DIR`` is refused, naming it, unless
+``force``; and ``force`` replaces only the files an earlier ``lessons`` wrote there (``DIR``'s
+record, :mod:`minielectra.ownership`): a file of the learner's at a lesson's name, or a symbolic
+link there or on the way, is refused even then, so nothing is written over or through it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ import shlex
 from importlib import resources
 from pathlib import Path
 
+from .ownership import Layout, check_claim, claim
 from .safeio import refuse_link, write_file
+
+# DIR is the learner's workspace too; no folder from before records is adopted: their work
+LESSONS = Layout("lessons", shared=True)
 
 # What each part of the course holds (relative to its folder); hidden files and caches never.
 PARTS = {"notebooks": ("**/*.ipynb", "**/README.md"),
@@ -148,9 +153,9 @@ def _check_folders(directory: Path, names) -> None:
 
 def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
     """Copy every lesson into ``directory`` (created if needed), as ``notebooks/`` and
-    ``tutorial/``, with the library files they link in ``source/``. An existing file (or link)
-    of the same name is refused, naming it, unless ``force``: a learner's edited notebook is
-    their work."""
+    ``tutorial/``, with the library files they link in ``source/``. A lesson file already there
+    is refused, naming it, unless ``force``: a learner's edited notebook is their work; one
+    ``lessons`` did not write is refused always."""
     directory = Path(directory).expanduser()
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "is a file, not a folder: give the folder the "
@@ -158,17 +163,17 @@ def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
     course, sources = course_contents()
     files = {**course, **sources}
     _check_folders(directory, files)
-    clashes = [str(directory / n) for n in files
-               if (directory / n).exists() or (directory / n).is_symlink()]
+    # a file at a lesson's name that no `lessons` wrote, or a link there: refused, even forced
+    check_claim(directory, LESSONS, files, flag="DIR")
+    clashes = [str(directory / n) for n in files if (directory / n).exists()]
     if clashes and not force:
         raise FileExistsError(f"{len(clashes)} lesson file(s) already exist, e.g. {clashes[0]}; "
                               "pass --force to overwrite them")
+    claim(directory, LESSONS, files, flag="DIR")
     for name, data in files.items():
         target = directory / name
-        if target.is_dir() and not target.is_symlink():
-            raise IsADirectoryError(errno.EISDIR, "is a folder, not a lesson file", str(target))
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_file(target, data)  # replaces a link itself, never its target
+        write_file(target, data)  # at once; never through a link
     return {"directory": str(directory), "files": list(course), "sources": list(sources),
             "overwritten": clashes, "next": next_step(directory)}
 

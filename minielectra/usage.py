@@ -26,6 +26,9 @@ def error_line(e: BaseException) -> str:
         msg = f"{e.filename}: {e.strerror}"
         if e.errno == errno.ENOSPC:
             msg += " (free some space, or write elsewhere: --out)"
+    elif isinstance(e, OSError) and e.errno == errno.ENOSPC:  # a write that names no file
+        msg = (f"{e.strerror}: the disk of the output or of the cache (MINIELECTRA_CACHE, "
+               "default ~/.cache/minielectra) is full; free some space, or write elsewhere")
     else:
         msg = str(e) or type(e).__name__
     lines = [line.strip() for line in msg.splitlines() if line.strip()]

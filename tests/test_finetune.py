@@ -27,6 +27,7 @@ from minielectra.finetune.glue import data as glue
 from minielectra.finetune import predict as pr
 from minielectra.finetune import saved as saved_model
 from minielectra.finetune.glue import suite as tasks_suite
+from minielectra.training import checkpoints as training_checkpoints
 
 FAST = ["finetune.eval_batch_size=64"]
 
@@ -475,7 +476,7 @@ def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_
     
     pretrained.save_pretrained(tmp_path / "ckpt")
     calls = {"resolve": 0, "load": 0}
-    resolve, load = ft.resolve_pretrained, model_checkpoint.load_pretrained
+    resolve, load = training_checkpoints.resolve_checkpoint, model_checkpoint.load_pretrained
 
     def counted(name, fn):
         def wrapper(*a, **kw):
@@ -483,7 +484,7 @@ def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_
             return fn(*a, **kw)
         return wrapper
 
-    monkeypatch.setattr(ft, "resolve_pretrained", counted("resolve", resolve))
+    monkeypatch.setattr(training_checkpoints, "resolve_checkpoint", counted("resolve", resolve))
     monkeypatch.setattr(model_checkpoint, "load_pretrained", counted("load", load))
     s = tasks_suite.run_glue(tmp_path / "ckpt", ["cola", "rte"], seeds=2, data_dir=glue_slice_dir,
                     progress=False, overrides=FAST + ["finetune.epochs=1"])

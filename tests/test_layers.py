@@ -19,8 +19,8 @@ LAYOUT = ROOT / "docs" / "guides" / "layout.md"
 
 # Bottom to top, as the lessons meet them (docs/guides/layout.md). A module may import its own
 # layer and any layer below it.
-LAYERS = {"config": 0, "overrides": 0, "presets": 0, "safeio": 0, "progress": 0, "data": 1,
-          "model": 2,
+LAYERS = {"config": 0, "overrides": 0, "presets": 0, "safeio": 0, "ownership": 0, "progress": 0,
+          "data": 1, "model": 2,
           "objectives": 3, "training": 4, "commands": 8,
           "distributed": 4, "finetune": 5, "experiments": 6, "viz": 7, "cli": 8, "usage": 8,
           "lessons": 8, "__main__": 8, "__init__": 8}

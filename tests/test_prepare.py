@@ -109,8 +109,9 @@ def test_prepare_refuses_a_folder_written_with_other_settings(corpus_file, vocab
         run_prepare(corpus_file, vocab, tmp_path / "out", max_seq_len=32)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="not empty"):
+    with pytest.raises(FileExistsError, match="notes.txt"):
         run_prepare(corpus_file, vocab, tmp_path / "other")
+    assert sorted(p.name for p in (tmp_path / "other").iterdir()) == ["notes.txt"]
 
 
 def test_pretrain_data_uses_the_folders_tokenizer_and_shards(corpus_file, vocab, tmp_path):

@@ -33,8 +33,11 @@ from ..config import ModelConfig, ObjectiveConfig, RunConfig, TrainConfig
 from ..model.electra import Electra
 from ..objectives.compute import build_model, compute
 from ..objectives.flops import train_flops_per_step
+from ..ownership import exclusive_output
+from ..safeio import write_file
 from ..training.optim import AdamWeightDecay, lr_at, set_lr
 from .probe import ridge_fit, ridge_predict
+from .report import REPORT
 from .stats import paired_t, sign_flip
 
 CLASSES = ("det", "adj", "noun", "verb", "prep", "place")
@@ -330,17 +333,18 @@ def svg_figure(spec: dict) -> str:
 
 
 def write_report(result: dict, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    files = [out / "results.json", out / "results.md"]
-    files[0].write_text(json.dumps({k: v for k, v in result.items() if k != "files"},
-                                   indent=1) + "\n")
-    files[1].write_text(markdown(result))
-    for spec in figure_series(result):
-        stem = out / spec["stem"]
-        plotly_figure(spec).write_html(stem.with_suffix(".html"), include_plotlyjs="cdn")
-        stem.with_suffix(".svg").write_text(svg_figure(spec))
-        files += [stem.with_suffix(".html"), stem.with_suffix(".svg")]
-    return files
+    """The report files, replacing ``out`` as a whole (:data:`.report.REPORT`)."""
+    names = ["results.json", "results.md"]
+    with exclusive_output(out, REPORT) as tmp:
+        write_file(tmp / names[0], json.dumps({k: v for k, v in result.items()
+                                               if k != "files"}, indent=1) + "\n")
+        write_file(tmp / names[1], markdown(result))
+        for spec in figure_series(result):
+            html = plotly_figure(spec).to_html(include_plotlyjs="cdn")
+            write_file(tmp / f"{spec['stem']}.html", html)
+            write_file(tmp / f"{spec['stem']}.svg", svg_figure(spec))
+            names += [f"{spec['stem']}.html", f"{spec['stem']}.svg"]
+    return [out / n for n in names]
 
 
 def loss_share(grid: torch.Tensor) -> float:

@@ -23,7 +23,7 @@ from ..config import ModelConfig
 from ..overrides import from_dict
 from ..data.files import sha256_sums
 from ..data.tokenizer import WordPieceTokenizer
-from ..model.storage import CHECKSUMS, VOCAB, verify_checksums
+from ..model.storage import CHECKSUMS, VOCAB, canonical_safetensors, verify_checksums
 from ..safeio import write_file
 from .glue.data import TASKS as GLUE, get_task
 from .classifier import FinetuneConfig, SequenceClassifier
@@ -39,14 +39,15 @@ def save_finetuned(model: SequenceClassifier, tokenizer, task: Task, cfg: Finetu
     path.mkdir(parents=True, exist_ok=True)
     # bytes, then one write: a full disk is an OSError naming the file, and the permissions
     # are its siblings' (safetensors' own save_file makes a private file)
-    write_file(path / WEIGHTS, save({k: v.contiguous() for k, v in model.state_dict().items()}))
+    write_file(path / WEIGHTS, canonical_safetensors(
+        save({k: v.contiguous() for k, v in model.state_dict().items()})))
     meta = {"task": task.name, "num_labels": task.num_labels, "label_names": task.label_names,
             "task_spec": task_spec(task), "model": dataclasses.asdict(model.config),
             "finetune": dataclasses.asdict(cfg), "result": result}
-    (path / META).write_text(json.dumps(meta, indent=2) + "\n")
+    write_file(path / META, json.dumps(meta, indent=2) + "\n")
     tokenizer.save(path)
     sums = sha256_sums(path, [WEIGHTS, VOCAB])
-    (path / CHECKSUMS).write_text(json.dumps({"sha256": sums}, indent=2) + "\n")
+    write_file(path / CHECKSUMS, json.dumps({"sha256": sums}, indent=2) + "\n")
     return path
 
 

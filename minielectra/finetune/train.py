@@ -34,7 +34,8 @@ from torch import nn
 
 from ..data.tokenizer import WordPieceTokenizer
 from ..objectives.compute import load_model
-from ..training.checkpoints import resolve_checkpoint
+from ..safeio import write_file
+from ..training.checkpoints import load_checkpoint, resolve_checkpoint
 from ..training.optim import AdamWeightDecay
 from . import fewsample, metrics
 from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate,
@@ -223,8 +224,8 @@ def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:
     memory). Resolved and loaded once, however many tasks and seeds then use it."""
     if isinstance(checkpoint, nn.Module):
         return checkpoint, None
-    path = resolve_pretrained(checkpoint)
-    return load_model(path), str(path)
+    model, path = load_checkpoint(checkpoint, load_model)  # a run still pruning: its newest
+    return model, str(path)
 
 
 def get_tokenizer(pretrained, cfg: FinetuneConfig):
@@ -330,7 +331,7 @@ def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *
         out.mkdir(parents=True, exist_ok=True)
         if save and seeds > 1:
             _keep_median_model(out, runs, result["median_seed"], keep_all_models)
-        (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+        write_file(out / "result.json", json.dumps(result, indent=2) + "\n")
     return result
 
 

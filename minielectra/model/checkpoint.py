@@ -34,10 +34,10 @@ from torch import nn
 from ..config import ModelConfig, ObjectiveConfig
 from ..overrides import from_dict
 from . import hf
-from ..safeio import read_json
+from ..safeio import read_json, write_file
 from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, atomic_dir, check_finite,
-                      check_state, load_tokenizer, resolve_bundled, verify_checksums,
-                      write_checksums, write_error)
+                      check_state, load_tokenizer, order_safetensors_file, resolve_bundled,
+                      verify_checksums, write_checksums, write_error)
 
 FORMAT, VERSION = "minielectra", 1
 WEIGHTS = "model.safetensors"
@@ -63,15 +63,12 @@ def save_pretrained(model: nn.Module, path: str | Path, *,
             save_model(model, str(tmp / WEIGHTS), metadata={"format": "pt"})
         except SafetensorError as e:  # a full disk: an OSError naming the file
             raise write_error(e, path / WEIGHTS) from None
-        (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+        order_safetensors_file(tmp / WEIGHTS)  # identical weights, identical bytes
+        write_file(tmp / CONFIG, json.dumps(config, indent=2) + "\n")
         if model.tokenizer is not None:
             model.tokenizer.save(tmp)
         for name, content in (extra_files or {}).items():
-            target = tmp / name
-            if isinstance(content, bytes):
-                target.write_bytes(content)
-            else:
-                target.write_text(content)
+            write_file(tmp / name, content)
         write_checksums(tmp)
     return path
 

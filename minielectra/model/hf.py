@@ -35,9 +35,9 @@ from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig, Tying
 from ..overrides import from_dict
-from ..safeio import read_json
+from ..safeio import read_json, write_file
 from .storage import (CheckpointError, atomic_dir, check_state, load_tokenizer,
-                      write_error)
+                      order_safetensors_file, write_error)
 from .gdes import plain_state_dict
 
 logger = logging.getLogger(__name__)
@@ -360,13 +360,14 @@ def export(model: nn.Module, path: str | Path) -> Path:
             out = tmp / name
             out.mkdir()
             config = hf_config(cfg, role) | {OBJECTIVE_KEY: dataclasses.asdict(model.objective)}
-            (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+            write_file(out / "config.json", json.dumps(config, indent=2) + "\n")
             # transformers refuses safetensors files without this metadata.
             try:
                 save_file(to_hf_state(net, role), out / "model.safetensors",
                           metadata={"format": "pt"})
             except SafetensorError as e:  # a full disk: an OSError naming the file
                 raise write_error(e, path / name / "model.safetensors") from None
+            order_safetensors_file(out / "model.safetensors")  # identical weights, same bytes
             if model.tokenizer is not None:
                 model.tokenizer.save(out)
     return path

@@ -28,8 +28,8 @@ from .device import resolve_device
 from .evaluate import evaluate_model, heldout_batches
 from .interrupt import Interrupted, SigintFlag, deferred_sigint
 from .optim import build_optimizer, lr_at, set_lr
-from .setup import (lock_run_dir, model_and_data, prepare_out_dir,
-                    refuse_earlier_run, release_run_dir, resume_point)
+from .setup import (lock_run_dir, model_and_data, prepare_out_dir, refuse_earlier_run,
+                    refuse_inputs_as_output, release_run_dir, resume_point)
 from ..progress import progress_bar
 from .ranks import Ranks, seed_slice
 from .step import MetricsLog, NanGuard, train_step
@@ -51,6 +51,7 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     """
     cfg.validate()  # types and ranges: refused before the lock creates train.out_dir
     resolve_device(cfg.train)
+    refuse_inputs_as_output(cfg)
     # One run per directory (rank 0 holds it for a data-parallel run), released when we return.
     lock = lock_run_dir(cfg.train.out_dir) if ranks.main else None
     try:

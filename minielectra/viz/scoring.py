@@ -50,6 +50,7 @@ from ..data.tokenizer import WordPieceTokenizer
 from ..model.electra import Electra
 from ..model.storage import resolve_bundled
 from ..objectives.compute import DISCRIMINATIVE, load_model
+from ..training import checkpoints
 from ..training.checkpoints import resolve_checkpoint
 from ..training.evaluate import run_config_for
 
@@ -80,8 +81,9 @@ def checkpoint_path(spec: str | Path) -> Path:
 
 def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
     """Load a checkpoint for scoring (see :func:`checkpoint_path` for what ``spec`` may be)."""
-    path = checkpoint_path(spec)
-    model = load_model(path).eval()
+    checkpoint_path(spec)  # a missing directory: named
+    model, path = checkpoints.load_checkpoint(spec, load_model)  # a run still pruning: its newest
+    model.eval()
     if model.objective.name not in DISCRIMINATIVE:
         raise ValueError(f"checkpoint {spec} was pre-trained with the {model.objective.name!r} "
                          "objective: it has no discriminator to show")

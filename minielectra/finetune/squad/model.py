@@ -31,7 +31,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from torch import nn
 
 from ...config import ModelConfig
@@ -39,7 +39,8 @@ from ...data.files import sha256_sums
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
 from ...model.gdes import plain_state_dict
-from ...model.storage import CHECKSUMS, VOCAB, verify_checksums
+from ...model.storage import CHECKSUMS, VOCAB, canonical_safetensors, verify_checksums
+from ...safeio import write_file
 from ...model.transformer import Encoder
 from ...overrides import from_dict
 from ..classifier import FinetuneConfig
@@ -131,15 +132,16 @@ def save_qa(qa: FinetunedQA, path: str | Path, *, result: dict | None = None) ->
     """Weights, configs, the no-answer threshold, the tokenizer and checksums in ``path``."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in qa.model.state_dict().items()}, path / WEIGHTS)
+    write_file(path / WEIGHTS, canonical_safetensors(
+        save({k: v.contiguous() for k, v in qa.model.state_dict().items()})))
     meta = {"task": qa.task, "kind": "span_qa", "na_prob_threshold": qa.na_prob_threshold,
             "model": dataclasses.asdict(qa.model.config),
             "finetune": dataclasses.asdict(qa.config), "squad": dataclasses.asdict(qa.squad),
             "result": result}
-    (path / META).write_text(json.dumps(meta, indent=2) + "\n")
+    write_file(path / META, json.dumps(meta, indent=2) + "\n")
     qa.tokenizer.save(path)
     sums = sha256_sums(path, [WEIGHTS, VOCAB])
-    (path / CHECKSUMS).write_text(json.dumps({"sha256": sums}, indent=2) + "\n")
+    write_file(path / CHECKSUMS, json.dumps({"sha256": sums}, indent=2) + "\n")
     return path
 
 
