@@ -1,30 +1,32 @@
 """``minielectra <command>``: a thin argparse layer; each command is one library function.
 
-==========  ===============================================  =================================
-command     library function                                 prints
-==========  ===============================================  =================================
-prepare     :func:`minielectra.data.prepare.prepare`         JSON: shards and sizes
-pretrain    :func:`minielectra.training.loop.pretrain`       held-out metrics, checkpoint path
-evaluate    :func:`minielectra.training.evaluate.evaluate`   JSON metrics
-finetune    :func:`minielectra.finetune.run.finetune`        JSON score(s)
-glue        :func:`minielectra.finetune.glue.suite.run_glue`         JSON (table on stderr)
-predict     :func:`minielectra.finetune.predict.run_predict`    JSON predictions
+==========  ======================================================  ==================================
+command     library function                                        prints
+==========  ======================================================  ==================================
+prepare     :func:`minielectra.data.prepare.prepare`                JSON: shards and sizes
+pretrain    :func:`minielectra.training.loop.pretrain`              held-out metrics, checkpoint path
+evaluate    :func:`minielectra.training.evaluate.evaluate`          JSON metrics
+finetune    :func:`minielectra.finetune.run.finetune`               JSON score(s)
+glue        :func:`minielectra.finetune.glue.suite.run_glue`        JSON (table on stderr)
+predict     :func:`minielectra.finetune.predict.run_predict`        JSON predictions
 squad-eval  :func:`minielectra.finetune.squad.eval.run_squad_eval`  JSON: the official SQuAD scores
-convert     :func:`minielectra.model.convert.convert`        the output directory
-experiment  :func:`minielectra.experiments.runner.run_experiment`  JSON summary (tables: OUT/NAME)
-viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``  an HTML page, or JSON records
-lessons     :func:`minielectra.lessons.copy_lessons`         JSON: the copied notebooks
-==========  ===============================================  =================================
-"""
+convert     :func:`minielectra.model.convert.convert`               the output directory
+experiment  :func:`minielectra.experiments.runner.run_experiment`   JSON summary (tables: OUT/NAME)
+            (``toy-grammar``: :func:`~minielectra.experiments.toy_grammar.run_toy_grammar`)
+viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``      an HTML page, or JSON records
+lessons     :func:`minielectra.lessons.copy_lessons`                JSON: the copied notebooks
+==========  ======================================================  ==========================="""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
 import shlex
 import sys
+import typing
 
 from . import __version__
 from .commands import (cmd_prepare, cmd_pretrain, cmd_evaluate, cmd_finetune, cmd_glue,
@@ -32,6 +34,9 @@ from .commands import (cmd_prepare, cmd_pretrain, cmd_evaluate, cmd_finetune, cm
                       cmd_viz)
 from .commands import pretrain_config  # noqa: F401  (part of the API: tests, notebooks)
 from .config import PRESETS
+from .experiments.options import TOY_GRAMMAR, options_for
+from .experiments.specs import EXPERIMENTS
+from .overrides import field_types, parse_value, type_name
 from .safeio import sigterm_raises
 from .usage import USER_ERRORS, error_line, finish_help
 
@@ -69,8 +74,9 @@ def _add_finetune(sub, sets: dict) -> None:
     p.add_argument("--from-scratch", action="store_true", help="start from random weights of "
                    "the checkpoint's shape (same tokenizer): the no-pre-training baseline")
     p.add_argument("--long-text", choices=LONG, default="truncate", help=LONG_HELP)
-    p.add_argument("--keep-epoch", choices=["best", "last"], default="best", help="the epoch "
-                   "kept: best dev score (a little optimistic there), or last (the paper's)")
+    p.add_argument("--keep-epoch", choices=["best", "last"], help="the model kept: the last "
+                   "epoch's (the paper's protocol, default), or the best epoch's, chosen on 10%% "
+                   "of the training set held out for it (the dev score stays honest)")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, help="torch.compile the "
                    "training step (default: on a CPU when the run is long enough to repay the "
                    "compiling, by a measured rule)")
@@ -149,8 +155,10 @@ def _add_glue(sub, sets: dict) -> None:
 def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="score sentences or pairs with a fine-tuned model (JSON)")
     p.add_argument("--model", required=True, help="a `minielectra finetune --out` directory")
-    p.add_argument("sentences", nargs="*", metavar="SENTENCE", help="sentence A (and B); for a "
-                   "`finetune --task squad` model: QUESTION PASSAGE")
+    p.add_argument("sentences", nargs="*", metavar="TEXT", help="one input each; for a model of "
+                   "sentence pairs, two at a time (A1 B1 A2 B2 ...); - reads standard input, one "
+                   "input a line (A, or A<TAB>B); for a `finetune --task squad` model: QUESTION "
+                   "PASSAGE")
     p.add_argument("--file", help="inputs: a .csv, .tsv or .jsonl file with a text column "
                    "(and a second one for pairs), or one input a line, A or A<TAB>B (default: "
                    "the SENTENCE arguments)")
@@ -176,7 +184,8 @@ def _add_convert(sub) -> None:
     p = sub.add_parser("convert", help="convert to or from transformers' ELECTRA format")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--from-hf", metavar="SRC", help="a transformers ELECTRA directory")
-    g.add_argument("--to-hf", metavar="SRC", help="a minielectra checkpoint directory")
+    g.add_argument("--to-hf", metavar="SRC", help="a minielectra checkpoint directory, or a "
+                   "`pretrain --out` run dir (its latest checkpoint)")
     p.add_argument("--generator", metavar="DIR", help="with --from-hf: the ElectraForMaskedLM "
                    "directory that goes with an ElectraForPreTraining SRC (default: none)")
     p.add_argument("--out", required=True, metavar="DST", help="the converted directory")
@@ -195,37 +204,48 @@ shard_arg.__name__ = "K/N shard (1 <= K <= N)"  # argparse names the type in its
 
 
 def _add_experiment(sub, sets: dict) -> None:
-    p = sub.add_parser("experiment", help="one of the paper's experiments: runs, table, figures")
-    p.add_argument("name", help="efficiency, table5, generator-size, tying, alectra, "
-                   "procedures, toy-grammar")
-    p.add_argument("--budget", type=int, help="steps of the reference ELECTRA at the largest "
-                   "budget (default: the preset's train.max_steps); other arms get equal FLOPs")
-    p.add_argument("--seeds", type=int, help="pre-training (and fine-tuning) seeds "
-                   "(default 1; toy-grammar 4)")
-    p.add_argument("--preset", help=f"one of {sorted(PRESETS)} (default nano)")
-    p.add_argument("--corpus", help="pre-training corpus (default: the preset's)")
-    p.add_argument("--out", help="runs in OUT/runs, report in OUT/NAME (default experiments; "
-                   "toy-grammar: its report in OUT, default experiments/toy-grammar)")
-    p.add_argument("--words-per-class", type=int, default=1000,
-                   help="toy-grammar: words in each of its 6 word classes (default 1000)")
-    p.add_argument("--steps", type=int, default=600, help="toy-grammar: ELECTRA's steps; "
-                   "the MLM gets equal training FLOPs (default 600)")
-    p.add_argument("--sweep", action="store_true", help="toy-grammar: also 3 and 200 words "
-                   "per class")
-    p.add_argument("--budgets", nargs="*", type=float, help="only these fractions of the "
-                   "budget (efficiency: 0.125 0.25 0.5 1; default: all)")
-    p.add_argument("--shard", type=shard_arg, metavar="K/N", help="train only the K-th of N "
-                   "shares of the runs and write no report: start N processes (K = 1..N) to use "
-                   "N cores, then run the command without --shard for the report (default: all runs, "
-                   "then the report)")
-    p.add_argument("--probe-tasks", nargs="*", help="default: GLUE tasks in the data dir")
-    p.add_argument("--finetune-tasks", nargs="*", help="default: sst2 (if present)")
-    p.add_argument("--probe-examples", type=int, default=4000,
-                   help="training sentences of each probe")
-    p.add_argument("--finetune-examples", type=int, default=2000,
-                   help="training sentences of each fine-tuning run")
-    p.add_argument("--set", **sets)
-    p.set_defaults(func=cmd_experiment)
+    p = sub.add_parser("experiment", help="one of the paper's experiments: runs, table, figures",
+                       description="One of the paper's experiments: every run, then its tables "
+                       "and figures. `minielectra experiment NAME --help` lists NAME's options.")
+    names = p.add_subparsers(dest="name", required=True, metavar="NAME")
+    for name, question in [*((e.name, e.question) for e in EXPERIMENTS.values()), TOY_GRAMMAR]:
+        e = names.add_parser(name, help=question, description=question)
+        add_options(e, options_for(name))
+        if name != TOY_GRAMMAR[0]:
+            e.add_argument("--shard", type=shard_arg, metavar="K/N", help="train only the K-th "
+                           "of N shares of the runs and write no report: start N processes "
+                           "(K = 1..N) to use N cores, then run the command without --shard for "
+                           "the report (default: all runs, then the report)")
+            e.add_argument("--set", **sets)
+        e.set_defaults(func=cmd_experiment)
+
+
+def add_options(parser: argparse.ArgumentParser, options: type) -> None:
+    """A flag for each field of the dataclass ``options`` (``words_per_class`` ->
+    ``--words-per-class``): its text parsed as the field's type (:mod:`.overrides`), a list of
+    values for a tuple, a switch for a bool."""
+    for f in dataclasses.fields(options):
+        flag, hint = "--" + f.name.replace("_", "-"), field_types(options)[f.name]
+        kw = dict(dest=f.name, default=f.default, help=f.metadata["help"])
+        if hint is bool:
+            parser.add_argument(flag, action="store_true", **kw)
+            continue
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        many = typing.get_origin(inner[0] if inner else hint) is tuple
+        one = typing.get_args(inner[0])[0] if many else hint
+        metavar = {int: "N", float: "X"}.get(one, f.name.upper())
+        parser.add_argument(flag, type=_typed(one, flag), nargs="*" if many else None,
+                            metavar=metavar, **kw)
+
+
+def _typed(hint, flag: str):
+    def parse(text: str):
+        try:
+            return parse_value(text, hint, flag)
+        except ValueError as e:  # argparse prints it as a usage error naming the flag
+            raise argparse.ArgumentTypeError(str(e)) from None
+    parse.__name__ = type_name(hint)
+    return parse
 
 
 def _add_lessons(sub) -> None:

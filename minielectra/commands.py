@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from .config import apply_overrides, override_keys, preset
+from .ownership import refuse_overlap
 from .safeio import refuse_overwrite
 from .usage import next_commands, time_cap_note
 
@@ -92,7 +94,8 @@ def cmd_finetune(args) -> dict:
     from .finetune.owndata.data import Columns
     columns = Columns(args.text_column, args.text_pair_column, args.label_column)
     checkpoint = shipped_checkpoint(args)
-    flags = [f"finetune.long_text={args.long_text}", f"finetune.keep_epoch={args.keep_epoch}"]
+    flags = [f"finetune.long_text={args.long_text}"]
+    flags += [f"finetune.keep_epoch={args.keep_epoch}"] if args.keep_epoch else []
     flags += ["finetune.from_scratch=true"] if args.from_scratch else []
     # no --compile/--no-compile: None, the measured rule decides once the steps are known
     flags += [f"finetune.compile={'none' if args.compile is None else args.compile}"]
@@ -119,11 +122,12 @@ def cmd_predict(args) -> dict:
     from .finetune.squad.predict import is_qa_model, run_answer
     if is_qa_model(args.model):  # a SQuAD model: QUESTION PASSAGE
         return run_answer(args.model, args.sentences, file=args.file)
-    if bool(args.file) == bool(args.sentences) or len(args.sentences) > 2:
-        raise ValueError("give SENTENCE [SENTENCE_B], or --file PATH (a CSV, TSV or JSONL "
-                         "file with a text column, or one input a line, A<TAB>B for pairs)")
-    pairs = [] if args.file else [(args.sentences + [None])[:2]]
-    return run_predict(args.model, pairs, file=args.file, text_column=args.text_column,
+    if bool(args.file) == bool(args.sentences):
+        raise ValueError("give TEXT ... (pairs: A B ...), - for standard input, or --file PATH "
+                         "(a CSV, TSV or JSONL file with a text column, or one input a line, "
+                         "A<TAB>B for pairs)")
+    return run_predict(args.model, texts=args.sentences, file=args.file,
+                       text_column=args.text_column,
                        text_pair_column=args.text_pair_column, long_text=args.long_text)
 
 
@@ -135,31 +139,29 @@ def cmd_squad_eval(args) -> dict:
 
 def cmd_convert(args) -> dict:
     from .model.convert import convert
+    from .objectives.compute import build_model
+    from .training.checkpoints import resolve_checkpoint
     direction = "from_hf" if args.from_hf else "to_hf"
-    out = convert(args.from_hf or args.to_hf, args.out, direction=direction,
-                  generator=args.generator)
+    # --to-hf takes what finetune and evaluate take: a run dir means its latest checkpoint
+    src = args.from_hf or resolve_checkpoint(args.to_hf)
+    out = convert(src, args.out, direction=direction, generator=args.generator,
+                  model_class=build_model)
     return {"converted": args.from_hf or args.to_hf, "direction": direction, "out": str(out)}
 
 
 def cmd_experiment(args) -> dict:
-    if args.name == "toy-grammar":
+    from .experiments.options import TOY_GRAMMAR, options_for
+    options = {f.name: getattr(args, f.name) for f in dataclasses.fields(options_for(args.name))}
+    if args.name == TOY_GRAMMAR[0]:
         from .experiments.toy_grammar import run_toy_grammar
         from .training.device import choose_device
         choice = choose_device()
         print(f"toy-grammar on {choice.summary}", file=sys.stderr)
-        result = run_toy_grammar(words_per_class=args.words_per_class, seeds=args.seeds or 4,
-                                 steps=args.steps, sweep=args.sweep, device=choice.device,
-                                 out=args.out or "experiments/toy-grammar", progress=True)
+        result = run_toy_grammar(**options, device=choice.device, progress=True)
         return {k: result[k] for k in ("words_per_class", "vocab_size", "steps", "mean", "paired",
                                        "random_init", "files")}
     from .experiments.runner import run_experiment
-    return run_experiment(args.name, budget=args.budget, seeds=args.seeds or 1,
-                          preset=args.preset or "nano", corpus=args.corpus, out=args.out or "experiments",
-                          overrides=args.set,
-                          probe_tasks=args.probe_tasks, finetune_tasks=args.finetune_tasks,
-                          probe_examples=args.probe_examples,
-                          finetune_examples=args.finetune_examples, budgets=args.budgets,
-                          shard=args.shard)
+    return run_experiment(args.name, **options, overrides=args.set, shard=args.shard)
 
 
 def cmd_lessons(args) -> dict:
@@ -175,6 +177,7 @@ def cmd_viz(args):
     replace = parse_replacements(args.replace)
     if args.out is not None:  # before any work; the page replaces a link, never its target
         refuse_overwrite(args.out, force=args.force)
+        refuse_overlap(args.out, {"--run": args.run, "--checkpoint": args.checkpoint})
     if args.run is None:
         if args.text is None:
             raise ValueError('give --text "a sentence" (or --run DIR for a run\'s report)')

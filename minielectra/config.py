@@ -11,20 +11,21 @@ Presets (``PRESETS``):
 - ``small++``: the shape of the released google/electra-small-* checkpoints (generator as large as
   the discriminator, length 512, 4M steps).
 - ``base``:  ELECTRA-Base.
+- ``tiny``:  ``nano`` shrunk until it runs in seconds (and learns nothing): the tests' config.
 
-Overrides are dotted and type-checked: ``apply_overrides(cfg, ["train.max_steps=20"])``.
+Overrides are dotted and type-checked: ``apply_overrides(cfg, ["train.max_steps=20"])``, the one
+machine of every config section (:mod:`.overrides`); each section's ``validate()`` checks ranges.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .names import unknown_key
+from .overrides import apply_overrides, check_types, from_dict, override_keys  # noqa: F401
 from .presets import PRESETS
 from .safeio import read_json, write_file
 
@@ -67,10 +68,8 @@ class ModelConfig:
     # "sdpa" calls torch's fused scaled_dot_product_attention; "reference" writes the softmax out.
     attention: Literal["sdpa", "reference"] = "sdpa"
     share_layers: bool = False  # ALBERT-style: one block's weights for every layer (ALECTRA)
-    # Two more LayerNorms in every block, as LTG-BERT (Samuel et al. 2023) takes them from
-    # NormFormer (Shleifer et al. 2021) for pre-training on little data: one on the merged heads
-    # before the attention's output projection, one on the FFN's activations before its second
-    # layer. The block stays post-LN otherwise. No transformers ELECTRA equivalent.
+    # LTG-BERT's two extra LayerNorms in every block: a variant the paper does not use, like
+    # position_init, share_layers, tying="gdes" and attention (minielectra.model.variants).
     extra_norm: bool = False
     # Special ids (BERT uncased vocab by default); set from the tokenizer when a vocab is trained.
     pad_token_id: int = 0
@@ -94,6 +93,9 @@ class ModelConfig:
                      "intermediate_size", "max_position_embeddings", "type_vocab_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"model.{name} must be positive, got {getattr(self, name)}")
+        for name in ("dropout", "attention_dropout"):  # a probability; 1 or more drops everything
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"model.{name} must be in [0, 1), got {getattr(self, name)}")
         if not 0 < self.layer_norm_eps < 1:  # <= 0: a division by zero, NaN at the first step
             raise ValueError(f"model.layer_norm_eps must be in (0, 1), got {self.layer_norm_eps}")
         if not 0 <= self.initializer_range < float("inf"):
@@ -105,17 +107,9 @@ class ModelConfig:
                                  f"num_heads {cfg.num_heads}")
         if not 0 < self.generator_size <= 1:
             raise ValueError(f"model.generator_size must be in (0, 1], got {self.generator_size}")
-        if self.tying not in typing.get_args(Tying):
-            raise ValueError(f"model.tying must be {'|'.join(typing.get_args(Tying))}, got "
-                             f"{self.tying!r}")
         if self.tying == "all" and self.generator_size != 1.0:
             raise ValueError("model.tying='all' shares every encoder weight, so it needs "
                              f"generator_size=1.0 (got {self.generator_size})")
-        if self.position_init not in ("normal", "sinusoidal"):
-            raise ValueError(f"model.position_init must be normal|sinusoidal, got "
-                             f"{self.position_init!r}")
-        if self.attention not in ("sdpa", "reference"):
-            raise ValueError(f"model.attention must be sdpa|reference, got {self.attention!r}")
 
 
 @dataclass
@@ -144,11 +138,6 @@ class ObjectiveConfig:
         if self.mask_token_prob < 0 or self.random_token_prob < 0 or \
                 self.mask_token_prob + self.random_token_prob > 1:
             raise ValueError("objective.mask_token_prob + random_token_prob must lie in [0, 1]")
-        hints = typing.get_type_hints(ObjectiveConfig)
-        for key in ("name", "procedure", "mask_sampling"):  # checked once, not at every step
-            if getattr(self, key) not in (allowed := typing.get_args(hints[key])):
-                raise ValueError(f"objective.{key} must be {'|'.join(allowed)}, got "
-                                 f"{getattr(self, key)!r}")
         if self.temperature <= 0:
             raise ValueError(f"objective.temperature must be positive, got {self.temperature}")
         if self.procedure != "joint" and self.name != "electra":
@@ -210,7 +199,7 @@ class TrainConfig:
     out_dir: str = "runs/electra"
 
     def validate(self) -> None:
-        """Refuse values no run can use, naming the key and the value (types: ``check_types``)."""
+        """Refuse values no run can use, naming the key and the value."""
         def refuse(name: str, rule: str) -> None:
             raise ValueError(f"train.{name} must be {rule}, got {getattr(self, name)!r}")
 
@@ -236,17 +225,10 @@ class TrainConfig:
             refuse("milestones", "fractions of max_steps in (0, 1]")
         if not 0 <= self.max_minutes < float("inf"):
             refuse("max_minutes", ">= 0 (0 means no limit)")
-        if self.schedule not in ("official", "linear"):
-            refuse("schedule", "official|linear")
-        if self.precision not in ("fp32", "bf16", "fp16"):
-            refuse("precision", "fp32|bf16|fp16")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             refuse("device", "auto|cpu|cuda|cuda:N")
         if not self.out_dir.strip():
             refuse("out_dir", "a directory")
-        for name in ("bias_correction", "compile"):
-            if not isinstance(getattr(self, name), bool):
-                refuse(name, "true or false")
 
 
 @dataclass
@@ -260,6 +242,9 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def validate(self) -> "RunConfig":
+        """Every field's type (one check for all sections), then each section's ranges and the
+        rules across sections; returns the config."""
+        check_types(self)
         self.model.validate()
         self.objective.validate()
         if self.objective.procedure == "two-stage" and (
@@ -278,7 +263,7 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
-        return _from_dict(cls, d, prefix="")
+        return from_dict(cls, d)
 
     def save(self, path: str | Path) -> None:
         write_file(path, json.dumps(self.to_dict(), indent=2) + "\n")  # never through a link
@@ -292,47 +277,6 @@ class RunConfig:
             raise type(e)(f"{path}: {e.args[0] if e.args else e}") from None
 
 
-def _from_dict(cls, d: dict[str, Any], prefix: str):
-    """Build dataclass ``cls`` from a dict, recursing into nested dataclasses; unknown keys fail."""
-    hints = typing.get_type_hints(cls)
-    if not isinstance(d, dict):
-        raise ValueError(f"{prefix.rstrip('.') or 'the config'} must be a JSON object, got "
-                         f"{type(d).__name__}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(d) - names
-    if unknown:
-        raise KeyError(f"unknown config key(s) {sorted(prefix + k for k in unknown)}; "
-                       f"valid: {sorted(prefix + n for n in names)}")
-    kwargs = {}
-    for k, v in d.items():
-        if dataclasses.is_dataclass(hints[k]):
-            kwargs[k] = _from_dict(hints[k], v, prefix + k + ".")
-        elif not _fits(v, hints[k]):
-            raise ValueError(f"{prefix + k} expects {getattr(hints[k], '__name__', hints[k])}, "
-                             f"got {v!r}")
-        else:
-            kwargs[k] = tuple(v) if isinstance(v, list) else v
-    return cls(**kwargs)
-
-
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether a JSON value has the field's type (an int where a float belongs is fine)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if value is None:
-        return type(None) in args
-    if origin is Literal:
-        return value in args
-    if origin is tuple:
-        return isinstance(value, (list, tuple)) and all(_fits(v, args[0]) for v in value)
-    if args:  # X | None
-        return any(_fits(value, a) for a in args if a is not type(None))
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint) if isinstance(hint, type) else True
-
-
 def preset(name: str) -> RunConfig:
     """The :class:`RunConfig` of a named preset (see ``PRESETS``)."""
     if name not in PRESETS:
@@ -340,63 +284,3 @@ def preset(name: str) -> RunConfig:
     cfg = RunConfig(preset=name)
     overrides = [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in PRESETS[name].items()]
     return apply_overrides(cfg, overrides)
-
-
-def override_keys(overrides) -> set[str]:
-    """The ``section.key`` names that ``section.key=value`` strings set."""
-    return {o.partition("=")[0].strip() for o in overrides}
-
-
-def apply_overrides(cfg: RunConfig, overrides: list[str]) -> RunConfig:
-    """Apply ``section.key=value`` strings, type-checked against the dataclass field types."""
-    sections = sorted(f.name for f in dataclasses.fields(cfg) if dataclasses.is_dataclass(
-        getattr(cfg, f.name)))
-    keys = [f"{s}.{f.name}" for s in sections for f in dataclasses.fields(getattr(cfg, s))]
-    for item in overrides:
-        if "=" not in item:
-            raise ValueError(f"override {item!r} is not of the form section.key=value")
-        key, raw = item.split("=", 1)
-        section_name, _, name = key.strip().partition(".")
-        if key.strip() not in keys:  # "did you mean" the nearest keys
-            raise unknown_key(key.strip(), keys)
-        section = getattr(cfg, section_name)
-        hint = typing.get_type_hints(type(section))[name]
-        setattr(section, name, _parse(raw.strip(), hint, key))
-    return cfg
-
-
-def _parse(raw: str, hint: Any, key: str) -> Any:
-    """Turn the text of an override into a value of type ``hint`` or fail naming the key."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if raw.lower() in ("none", "null") and type(None) in args:
-        return None
-    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
-        inner = [a for a in args if a is not type(None)]
-        return _parse(raw, inner[0], key)
-    if origin is Literal:
-        value = raw.strip("'\"")
-        if value not in args:
-            raise ValueError(f"{key} must be one of {list(args)}, got {value!r}")
-        return value
-    if origin is tuple:
-        parts = [p for p in raw.strip("()[] ").split(",") if p.strip()]
-        return tuple(_parse(p.strip(), args[0], key) for p in parts)
-    try:
-        if hint is bool:
-            if raw.lower() in ("true", "1", "yes"):
-                return True
-            if raw.lower() in ("false", "0", "no"):
-                return False
-            raise ValueError
-        if hint is int:
-            f = float(raw)
-            if f != int(f):
-                raise ValueError
-            return int(f)
-        if hint is float:
-            return float(raw)
-        if hint is str:
-            return raw.strip("'\"")
-    except (ValueError, OverflowError):  # OverflowError: an int of inf, or 1e400
-        raise ValueError(f"{key} expects {getattr(hint, '__name__', hint)}, got {raw!r}") from None
-    raise TypeError(f"cannot parse {key} of type {hint}")

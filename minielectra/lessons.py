@@ -9,22 +9,43 @@ editable install reads them in place and a wheel carries a copy as package data
 my-course`` and then ``jupyter lab my-course``; the notebooks find the bundled checkpoint and the
 built-in ``pydocs`` corpus, so no data directory is needed.
 
-A learner's copy is their work: a file already in ``DIR`` is refused, naming it, unless
-``force``; and nothing is ever written through a symbolic link inside ``DIR`` (with ``force`` the
-link itself is replaced, never its target).
+Every relative link of the copy resolves there. The lessons link the library's code
+(``../minielectra/model/electra.py``) and the bundled model's card: those files are copied from
+the installed package into ``DIR/source/minielectra/`` and the links point there (not
+``DIR/minielectra/``, which a Python started in ``DIR`` could import in place of the installed
+package). A link to a file that only a checkout has (the README, ``docs/``, ``research/``)
+becomes its text and the file's place in the repository, e.g. "the results (minielectra
+repository: `docs/results/english.md`)". The repository's own files keep their links.
+
+A learner's copy is their work: a lesson file already in ``DIR`` is refused, naming it, unless
+``force``; and ``force`` replaces only the files an earlier ``lessons`` wrote there (``DIR``'s
+record, :mod:`minielectra.ownership`): a file of the learner's at a lesson's name, or a symbolic
+link there or on the way, is refused even then, so nothing is written over or through it.
 """
 
 from __future__ import annotations
 
 import errno
+import importlib.util
+import json
+import posixpath
+import re
+import shlex
 from importlib import resources
 from pathlib import Path
 
+from .ownership import Layout, check_claim, claim
 from .safeio import refuse_link, write_file
+
+# DIR is the learner's workspace too; no folder from before records is adopted: their work
+LESSONS = Layout("lessons", shared=True)
 
 # What each part of the course holds (relative to its folder); hidden files and caches never.
 PARTS = {"notebooks": ("**/*.ipynb", "**/README.md"),
          "tutorial": ("**/*.md", "img/**/*.png", "img/**/*.svg")}
+SOURCE = "source"  # DIR/source/minielectra/...: the library files the lessons link to
+# A Markdown link or image: [label](target#anchor); absolute addresses and anchors alone excluded.
+LINK = re.compile(r"(!?)\[([^\]\n]*)\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s#]+)(#[^)\s]*)?\)")
 
 
 def _shipped(part: str) -> Path:
@@ -50,6 +71,74 @@ def lesson_files() -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
+def _package_files(path: str) -> dict[str, Path]:
+    """``minielectra/model/electra.py`` -> that file of the installed package; a folder -> its
+    files (not its subfolders); {} when the package has no such thing."""
+    found = resources.files("minielectra").joinpath(*path.split("/")[1:])
+    found = Path(str(found))
+    if found.is_file():
+        return {path: found}
+    if found.is_dir():
+        return {f"{path.rstrip('/')}/{p.name}": p for p in sorted(found.iterdir())
+                if p.is_file() and not p.name.startswith(".")}
+    return {}
+
+
+def relink(text: str, name: str) -> tuple[str, dict[str, Path]]:
+    """The Markdown ``text`` of the course file ``name`` (``notebooks/05_...ipynb``) with each
+    link out of the course rewritten (the module docstring says how), and the package files the
+    rewritten links need copied, ``{"minielectra/...": path}``."""
+    here, needed = posixpath.dirname(name), {}
+
+    def sub(m: re.Match) -> str:
+        bang, label, target, anchor = m.group(1), m.group(2), m.group(3), m.group(4) or ""
+        path = posixpath.normpath(posixpath.join(here, target))
+        top = path.split("/")[0]
+        if top in PARTS:
+            return m.group(0)
+        files = _package_files(path) if top == "minielectra" else {}
+        if files:
+            needed.update(files)
+            new = posixpath.relpath(f"{SOURCE}/{path}", here) + ("/" if target.endswith("/")
+                                                                 else "")
+            return f"{bang}[{label}]({new}{anchor})"
+        return f"{label} (minielectra repository: `{path}`)"  # a picture too: say what it was
+
+    return LINK.sub(sub, text), needed
+
+
+def _course_bytes(name: str, source: Path) -> tuple[bytes, dict[str, Path]]:
+    """A course file as the copy holds it, relinked, and the package files its links need."""
+    if name.endswith(".md"):
+        text, needed = relink(source.read_text(encoding="utf-8"), name)
+        return text.encode("utf-8"), needed
+    if not name.endswith(".ipynb"):
+        return source.read_bytes(), {}
+    nb, needed = json.loads(source.read_text(encoding="utf-8")), {}
+    changed = False
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = "".join(cell["source"])
+            new, files = relink(text, name)
+            needed.update(files)
+            if new != text:
+                cell["source"], changed = new.splitlines(keepends=True), True
+    if not changed:
+        return source.read_bytes(), needed
+    # as nbformat writes a notebook: one space of indent, non-ASCII as it is, a final newline
+    return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8"), needed
+
+
+def course_contents() -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """(course files, linked library files): ``{name in DIR: bytes}`` each, as
+    :func:`copy_lessons` writes them."""
+    course, sources = {}, {}
+    for name, path in lesson_files().items():
+        course[name], needed = _course_bytes(name, path)
+        sources.update({f"{SOURCE}/{n}": p.read_bytes() for n, p in needed.items()})
+    return course, dict(sorted(sources.items()))
+
+
 def _check_folders(directory: Path, names) -> None:
     """Every folder on the way to a lesson file is a real folder (or absent): a link there would
     send the copy elsewhere, and a file there cannot hold one."""
@@ -64,24 +153,35 @@ def _check_folders(directory: Path, names) -> None:
 
 def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
     """Copy every lesson into ``directory`` (created if needed), as ``notebooks/`` and
-    ``tutorial/``. An existing file (or link) of the same name is refused, naming it, unless
-    ``force``: a learner's edited notebook is their work."""
+    ``tutorial/``, with the library files they link in ``source/``. A lesson file already there
+    is refused, naming it, unless ``force``: a learner's edited notebook is their work; one
+    ``lessons`` did not write is refused always."""
     directory = Path(directory).expanduser()
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "is a file, not a folder: give the folder the "
                                  "lessons go to", str(directory))
-    files = lesson_files()
+    course, sources = course_contents()
+    files = {**course, **sources}
     _check_folders(directory, files)
-    clashes = [str(directory / n) for n in files
-               if (directory / n).exists() or (directory / n).is_symlink()]
+    # a file at a lesson's name that no `lessons` wrote, or a link there: refused, even forced
+    check_claim(directory, LESSONS, files, flag="DIR")
+    clashes = [str(directory / n) for n in files if (directory / n).exists()]
     if clashes and not force:
         raise FileExistsError(f"{len(clashes)} lesson file(s) already exist, e.g. {clashes[0]}; "
                               "pass --force to overwrite them")
-    for name, source in files.items():
+    claim(directory, LESSONS, files, flag="DIR")
+    for name, data in files.items():
         target = directory / name
-        if target.is_dir() and not target.is_symlink():
-            raise IsADirectoryError(errno.EISDIR, "is a folder, not a lesson file", str(target))
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_file(target, source.read_bytes())  # replaces a link itself, never its target
-    return {"directory": str(directory), "files": list(files), "overwritten": clashes,
-            "next": f"jupyter lab {directory}"}
+        write_file(target, data)  # at once; never through a link
+    return {"directory": str(directory), "files": list(course), "sources": list(sources),
+            "overwritten": clashes, "next": next_step(directory)}
+
+
+def next_step(directory: Path) -> str:
+    """The command that opens the copied course, installing JupyterLab first where this
+    environment lacks it (the ``notebooks`` extra, or JupyterLab alone)."""
+    opens = f"jupyter lab {shlex.quote(str(directory))}"
+    if importlib.util.find_spec("jupyterlab") is None:
+        return f'pip install "jupyterlab>=4.0" && {opens}'
+    return opens

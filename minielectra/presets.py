@@ -80,3 +80,19 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.out_dir": "runs/mini",
     },
 }
+
+# tiny: nano shrunk to a one-layer model of width 16 on 16-token examples, 6 steps of 4. It learns
+# nothing and runs in seconds: the tests share it, and it tries a command end to end.
+PRESETS["tiny"] = {
+    **PRESETS["nano"],
+    "model.vocab_size": 64, "data.vocab_size": 64,
+    "model.embedding_size": 8, "model.hidden_size": 16, "model.num_layers": 1,
+    "model.num_heads": 2, "model.intermediate_size": 32, "model.max_position_embeddings": 16,
+    "model.generator_size": 0.5,
+    # a WordPiece trained on the corpus numbers its specials [PAD] [UNK] [CLS] [SEP] [MASK]
+    "model.cls_token_id": 2, "model.sep_token_id": 3, "model.mask_token_id": 4,
+    "data.max_seq_len": 16, "data.held_out_fraction": 0.2, "data.num_workers": 1,
+    "train.batch_size": 4, "train.max_steps": 6, "train.warmup_steps": 2, "train.log_every": 1,
+    "train.eval_examples": 8, "train.max_minutes": 0.0, "train.milestones": (),
+    "train.out_dir": "runs/tiny",
+}

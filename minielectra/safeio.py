@@ -1,13 +1,12 @@
-"""Writing what a user owns: never through a link, all or nothing, one process per folder.
+"""Writing what a user owns: never through a link, a file at once, one process per folder.
 
-Four promises every command's output keeps, whatever the disk or a second process does:
+Three promises every command's files keep, whatever the disk or a second process does (which
+folders a command may write at all, and whole folders all or nothing: :mod:`.ownership`):
 
 - **No write through a link the user did not name** (:func:`write_file`, :func:`refuse_link`): a
   file is written beside its destination and renamed over it, which replaces a symbolic link
   itself and never its target; a link in the way of a copy is refused unless asked to replace it.
-- **All or nothing** (:func:`exclusive_output`): an output folder is built in a temporary folder
-  beside it and swapped in when complete, so a crash, a full disk or Ctrl-C leaves the previous
-  output as it was (and a folder the user filled with other files is refused, not replaced).
+  A file is there whole or not at all, and an error names it.
 - **One process per folder** (:class:`FolderLock`): ``run.lock`` holds a POSIX record lock, which
   the kernel drops when its process ends however it ends, and which forked workers do not
   inherit; the file names the holder (pid, host, start), and a line left by a dead pid is
@@ -31,7 +30,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 try:
@@ -86,6 +85,15 @@ def write_file(path: str | Path, data: bytes | str) -> Path:
                 os.unlink(tmp)
         raise OSError(e.errno, e.strerror or str(e), str(path)) from None
     return path
+
+
+def named_at(e: OSError, tmp: Path, path: Path) -> OSError:
+    """``e`` naming the file's final place under ``path`` rather than under the temporary
+    folder ``tmp`` it was being written in (or ``path`` itself when ``e`` names no file)."""
+    where = Path(e.filename) if e.filename else path
+    if where.is_relative_to(tmp):
+        where = path / where.relative_to(tmp)
+    return OSError(e.errno, e.strerror or str(e), str(where))
 
 
 def public_modes(root: str | Path) -> None:
@@ -144,32 +152,6 @@ def check_out_dir(path: str | Path, *, flag: str = "--out") -> Path:
     return path
 
 
-def foreign_entries(path: Path, owned: Callable[[Path], bool]) -> list[Path]:
-    """Entries of the folder ``path`` that ``owned`` does not claim (a command's own output)."""
-    if not path.is_dir():
-        return []
-    return sorted(p for p in path.iterdir() if not owned(p))
-
-
-def refuse_foreign(path: str | Path, owned: Callable[[Path], bool], *, what: str,
-                   flag: str = "--out") -> None:
-    """Refuse an existing folder holding anything ``what`` did not write: replacing the folder
-    as a whole would delete the user's other files."""
-    others = foreign_entries(Path(path), owned)
-    if others:
-        raise FileExistsError(errno.EEXIST, f"{flag} holds {len(others)} file(s) that {what} did "
-                              f"not write (e.g. {others[0].name}), and its output replaces the "
-                              "folder as a whole: choose a new or empty folder", str(path))
-
-
-def model_files(p: Path) -> bool:
-    """A model folder's own entries: configs, weights, vocabulary, sums, the lock."""
-    return (p.suffix in (".json", ".safetensors", ".bin", ".pt") or
-            p.name in ("vocab.txt", LOCK_FILE, "MODEL_CARD.md") or
-            (p.is_dir() and not p.is_symlink() and
-             re.fullmatch(r"discriminator|generator|masked_lm|seed-\d+", p.name) is not None))
-
-
 # ------------------------------------------------------------------------ 2. one process a folder
 
 
@@ -181,6 +163,17 @@ class FolderBusy(RuntimeError):
 # process, so a second lock here is refused by this table. Weak: a lock dropped unreleased is
 # closed by the garbage collector, which frees the folder.
 _HELD: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def held_here(path: str | Path) -> bool:
+    """Whether this process holds the lock file ``path``. (Never open it to find out: closing
+    any descriptor of a file drops every POSIX lock this process has on it.)"""
+    try:
+        st = Path(path).lstat()
+    except OSError:
+        return False
+    held = _HELD.get((st.st_dev, st.st_ino))
+    return held is not None and held.file is not None
 
 
 def _alive(pid: int) -> bool:
@@ -207,10 +200,15 @@ class FolderLock:
     def __init__(self, folder: str | Path, *, what: str = "run"):
         self.folder, self.what, self.file, self.key = Path(folder), what, None, None
 
-    def _open(self) -> int:
+    def _open(self) -> tuple[int, bool]:
+        """The lock file's descriptor, and whether this call created the file."""
         path = self.folder / LOCK_FILE
         refuse_link(path, replace=True)  # ours to replace; its target is never written
-        return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            return os.open(path, flags), False
+        except FileNotFoundError:
+            return os.open(path, flags | os.O_CREAT, 0o666), True
 
     def _busy(self, holder: str) -> FolderBusy:
         holder = holder or "holder unknown"
@@ -224,7 +222,7 @@ class FolderLock:
             held = _HELD.get((st.st_dev, st.st_ino))
             if held is not None and held.file is not None:
                 raise self._busy(held.holder)
-        fd = self._open()
+        fd, created = self._open()
         f = os.fdopen(fd, "r+", errors="replace")
         previous = f.read().strip()
         try:
@@ -240,10 +238,18 @@ class FolderLock:
                      pid)
         holder = (f"pid {os.getpid()} on {socket.gethostname()}, started "
                   f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
-        f.seek(0)
-        f.truncate()
-        f.write(holder + "\n")
-        f.flush()
+        try:
+            f.seek(0)
+            f.truncate()
+            f.write(holder + "\n")
+            f.flush()
+        except OSError as e:  # a full disk: said naming the file; a file we made goes again
+            with contextlib.suppress(OSError):
+                f.close()
+            if created:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from None
         st = os.fstat(fd)
         self.file, self.key, self.holder = f, (st.st_dev, st.st_ino), holder
         _HELD[self.key] = self
@@ -273,93 +279,11 @@ def remove_stale_builds(root: str | Path) -> list[Path]:
     return removed
 
 
-# ------------------------------------------------------------------------ 3. all-or-nothing output
-
-
-def _leftovers(path: Path, kind: str) -> list[Path]:
-    return sorted(path.parent.glob(f".{glob_escape(path.name)}.{kind}-*"))
-
-
 def glob_escape(name: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", name)
 
 
-def _recover(path: Path) -> None:
-    """A process killed between the two renames of a swap left no ``path`` and the previous
-    output in ``.NAME.old-*/``: put it back."""
-    old = [p / "output" for p in _leftovers(path, "old") if (p / "output").is_dir()]
-    if not path.exists() and old:
-        os.rename(old[-1], path)
-        log.warning("%s: restored the previous output (a swap was interrupted)", path)
-
-
-def _swap(tmp: Path, path: Path) -> None:
-    """Publish ``tmp`` as ``path``: the old folder is renamed aside, the new one into place."""
-    public_modes(tmp)  # mkdtemp and safetensors make theirs private
-    for p in sorted(tmp.rglob("*"), reverse=True):
-        if p.is_file() and not p.is_symlink() and p.name != LOCK_FILE:  # closing a file
-            with open(p, "rb") as f:  # drops this process's POSIX locks on it: not the lock
-                os.fsync(f.fileno())
-    old = None
-    if path.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-        os.rename(path, old / "output")
-    try:
-        os.rename(tmp, path)
-    except BaseException:
-        if old is not None:
-            os.rename(old / "output", path)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def exclusive_output(path: str | Path, *, what: str, owned: Callable[[Path], bool] = model_files,
-                     flag: str = "--out") -> Iterator[Path]:
-    """Yield an empty temporary folder beside ``path``; when the block ends without error it
-    replaces ``path`` as a whole. Meanwhile ``path/run.lock`` is held (a second process is
-    refused, naming the holder).
-
-    Checked before any work: ``path`` is a folder or absent, it and its parent can be written,
-    and an existing ``path`` holds only what ``owned`` claims (else it is refused, since the
-    swap would delete the rest). On any exception (Ctrl-C, a full disk) the temporary folder
-    goes and ``path`` is as it was; a folder this call created is removed again.
-    """
-    path = check_out_dir(path, flag=flag)
-    _recover(path)
-    refuse_foreign(path, owned, what=what, flag=flag)
-    created = not path.exists()
-    path.mkdir(parents=True, exist_ok=True)
-    try:
-        lock = FolderLock(path, what=what).acquire()
-    except BaseException:
-        if created and not any(path.iterdir()):
-            path.rmdir()
-        raise
-    new_lock, done = None, False
-    try:
-        for p in _leftovers(path, "tmp"):  # a killed writer's; ours to clean: we hold the lock
-            shutil.rmtree(p, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-        try:
-            yield tmp
-            new_lock = FolderLock(tmp, what=what).acquire()  # the lock moves with the folder
-            _swap(tmp, path)
-            done = True
-        finally:
-            if not done:
-                shutil.rmtree(tmp, ignore_errors=True)
-    finally:
-        for held in (new_lock, lock):
-            if held is not None:
-                held.release()
-        if created and not done and [p.name for p in path.iterdir()] == [LOCK_FILE]:
-            (path / LOCK_FILE).unlink()  # the folder this call made, holding only the lock
-            path.rmdir()
-
-
-# ------------------------------------------------------------------------ 4. SIGTERM
+# ------------------------------------------------------------------------ 3. SIGTERM
 
 
 class Terminated(KeyboardInterrupt):

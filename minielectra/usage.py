@@ -26,6 +26,9 @@ def error_line(e: BaseException) -> str:
         msg = f"{e.filename}: {e.strerror}"
         if e.errno == errno.ENOSPC:
             msg += " (free some space, or write elsewhere: --out)"
+    elif isinstance(e, OSError) and e.errno == errno.ENOSPC:  # a write that names no file
+        msg = (f"{e.strerror}: the disk of the output or of the cache (MINIELECTRA_CACHE, "
+               "default ~/.cache/minielectra) is full; free some space, or write elsewhere")
     else:
         msg = str(e) or type(e).__name__
     lines = [line.strip() for line in msg.splitlines() if line.strip()]
@@ -41,9 +44,12 @@ EXAMPLES = {
     "finetune": "minielectra finetune --checkpoint bundled --train reviews.csv --dev "
                 "reviews_dev.csv --out runs/reviews",
     "glue": "minielectra glue --checkpoint runs/nano --tasks sst2 rte --max-train-examples 2000",
-    "predict": 'minielectra predict --model runs/reviews "a warm, funny film"',
+    "predict": 'minielectra predict --model runs/reviews "a warm, funny film" "a dull film"',
     "convert": "minielectra convert --from-hf electra-small-discriminator --out ckpt/small",
     "experiment": "minielectra experiment tying --preset nano --budget 500 --out experiments",
+    "experiment efficiency": "minielectra experiment efficiency --preset mini --budget 6000 "
+                             "--budgets 1.0 --seeds 5",
+    "experiment toy-grammar": "minielectra experiment toy-grammar --sweep --seeds 5",
     "lessons": "minielectra lessons ~/electra-lessons",
     "squad-eval": "minielectra squad-eval dev-v2.0.json preds.json --na-prob-file na_probs.json",
 }
@@ -68,21 +74,39 @@ def finish_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
             f"  {EXAMPLES[name]}" for name in ("pretrain", "evaluate", "finetune", "predict"))
     for action in parser._subparsers._group_actions:
         for name, p in action.choices.items():
-            p.formatter_class = HelpFormatter
-            if p.epilog is None and name in EXAMPLES:
-                p.epilog = f"example:\n  {EXAMPLES[name]}"
+            _finish_command(p, name)
+            for nested in p._subparsers._group_actions if p._subparsers else ():
+                for sub_name, q in nested.choices.items():  # experiment NAME
+                    _finish_command(q, f"{name} {sub_name}",
+                                    f"minielectra {name} {sub_name} --seeds 2 --out experiments")
     return parser
 
 
+def _finish_command(p: argparse.ArgumentParser, name: str, example: str | None = None) -> None:
+    p.formatter_class = HelpFormatter
+    example = EXAMPLES.get(name, example)
+    if p.epilog is None and example:
+        p.epilog = f"example:\n  {example}"
+
+
+# The fine-tuning recipe for a few thousand labelled texts (docs/results/few-labels.md): more
+# epochs and the top encoder layer started afresh; the paper's 3 epochs suit the full GLUE sets.
+FEW_LABEL_RECIPE = "--set finetune.epochs=10 --set finetune.reinit_layers=1"
+
+
 def next_commands(run: str) -> str:
-    """What a user runs after pre-training, shown when the run ends."""
+    """What a user runs after pre-training, shown when the run ends: evaluate, the report, and
+    fine-tuning with the recipe for little labelled data into an ``--out`` that ``predict``
+    then reads."""
     q = shlex.quote(run)
+    model = shlex.quote(run.rstrip("/") + "-finetuned")
     return ("next:\n"
             f"  minielectra evaluate --checkpoint {q}              # held-out figures (JSON)\n"
             f"  minielectra viz --run {q} --out {shlex.quote(run + '/report.html')}"
             "   # the run's report\n"
-            f"  minielectra finetune --checkpoint {q} --train TRAIN.csv --dev DEV.csv"
-            "   # your labelled data (or --task sst2)")
+            f"  minielectra finetune --checkpoint {q} --train TRAIN.csv --dev DEV.csv \\\n"
+            f"      {FEW_LABEL_RECIPE} --out {model}   # your labelled data\n"
+            f'  minielectra predict --model {model} "a text to label"')
 
 
 def time_cap_note(result: dict, *, max_steps: int, max_minutes: float, argv: list[str]) -> str:

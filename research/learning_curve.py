@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 
+from minielectra.safeio import write_file
+
 TARGETS = {"nano": 0.65, "mini": 0.85}
 
 
@@ -133,7 +135,7 @@ def plot(curves: list[dict], path: Path) -> Path | None:
                       xaxis_title="minutes since `pretrain` started (data prep included)",
                       yaxis_title="held-out discriminator ROC-AUC", yaxis_range=[0.45, 1.0],
                       template="plotly_white")
-    fig.write_html(path, include_plotlyjs="cdn")
+    write_file(path, fig.to_html(include_plotlyjs="cdn"))
     return path
 
 
@@ -180,7 +182,7 @@ def svg(curves: list[dict], path: Path, width: int = 640, height: int = 360) -> 
                          f'text-anchor="end">{c["preset"]} {last["disc_auc"]:.3f}'
                          f'{" (dashed: target)" if c.get("target_auc") else ""}</text>')
     parts.append("</svg>")
-    path.write_text("\n".join(parts) + "\n")
+    write_file(path, "\n".join(parts) + "\n")
     return path
 
 
@@ -210,7 +212,7 @@ def main(argv=None) -> int:
                       overrides=args.set) for name in args.presets]
     report = {"benchmark": "learning_curve", "machine": machine, "curves": curves}
     stem = "learning_curve_" + "_".join(c["preset"] for c in curves)
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_file(out / f"{stem}.json", json.dumps(report, indent=2) + "\n")
     html = plot(curves, out / f"{stem}.html")
     svg(curves, out / f"{stem}.svg")
     summary = {c["preset"]: {"final_auc": c["final_auc"], "final_auc_text": c["final_auc_text"],
@@ -219,7 +221,7 @@ def main(argv=None) -> int:
                              "reached": (c["final_auc"] or 0) >= (c["target_auc"] or 0)}
                for c in curves}
     table = markdown_table(curves)
-    (out / f"{stem}.md").write_text(table + "\n")
+    write_file(out / f"{stem}.md", table + "\n")
     print(json.dumps({"summary": summary, "json": str(out / f"{stem}.json"),
                       "html": str(html) if html else None, "readme_table": str(out / f"{stem}.md")},
                      indent=2))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from minielectra.experiments import svg
+from minielectra.safeio import write_file
 
 
 def _median(values: list[float]) -> float | None:
@@ -131,11 +132,11 @@ def write_report(summary: list[dict], measured: list[dict], *, setup: dict,
                  out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "results.json", out / "results.md"]
-    files[0].write_text(json.dumps({"setup": setup, "summary": summary, "rows": measured},
-                                   indent=2, default=str) + "\n")
-    files[1].write_text(markdown(summary, setup))
+    write_file(files[0], json.dumps({"setup": setup, "summary": summary, "rows": measured},
+                                    indent=2, default=str) + "\n")
+    write_file(files[1], markdown(summary, setup))
     figure = curve(summary, setup["sizes"])
     if figure:
         files.append(out / "gain_vs_minutes.svg")
-        files[-1].write_text(figure)
+        write_file(files[-1], figure)
     return {"files": [str(f) for f in files], "summary": summary}

@@ -36,6 +36,8 @@ import sys
 import time
 from pathlib import Path
 
+from minielectra.safeio import write_file
+
 
 def swap_scores(model, seeds: int, max_seq_len: int) -> list[float]:
     from minielectra.experiments.swap_probe import swap_probe
@@ -227,11 +229,11 @@ def main() -> None:
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.json").write_text(text + "\n")
-        (args.out / "word_order_vs_flops.svg").write_text(figure(points, control))
-        (args.out / "results.md").write_text(markdown(result))
+        write_file(args.out / "results.json", text + "\n")
+        write_file(args.out / "word_order_vs_flops.svg", figure(points, control))
+        write_file(args.out / "results.md", markdown(result))
         if curves:
-            (args.out / "auc_vs_step.svg").write_text(auc_figure(curves))
+            write_file(args.out / "auc_vs_step.svg", auc_figure(curves))
     print(text)
 
 

@@ -61,7 +61,7 @@ def test_bad_values_are_refused_early(override, words):
 
 def test_unknown_preset_lists_the_valid_ones():
     with pytest.raises(KeyError, match="nano"):
-        preset("tiny")
+        preset("tinyy")
 
 
 def test_cli_flags_become_overrides():
@@ -73,7 +73,7 @@ def test_cli_flags_become_overrides():
         (7, "pretrain-en", 3, 4)
 
 
-# A value no run can use for every TrainConfig field (types are checked by train.check_types).
+# A value no run can use for every TrainConfig field (a wrong type or out of range).
 BAD_TRAIN_VALUES = {
     "batch_size": 0, "max_steps": -1, "learning_rate": float("nan"), "warmup_steps": -10,
     "schedule": "cosine", "weight_decay": -0.01, "adam_beta1": 1.0, "adam_beta2": -0.5,
@@ -105,7 +105,7 @@ def test_gpu_presets_save_and_evaluate_every_10k_steps(name):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--preset", "nanoo"], "valid presets: ['base', 'mini', 'nano', 'small', 'small++']"),
+    (["--preset", "nanoo"], "valid presets: ['base', 'mini', 'nano', 'small', 'small++', 'tiny']"),
     (["--set", "train.lr=1"], "train.learning_rate"),
     (["--set", "train.max_steps=ten"], "train.max_steps expects int, got 'ten'"),
     (["--max-steps", "0"], "train.max_steps must be positive, got 0"),

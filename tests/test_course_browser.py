@@ -9,7 +9,12 @@ not used). Each lesson runs top to bottom (Run > Run All Cells); then the page m
 - widget figures as wide as the notebook column, within ``MARGIN``;
 - subplot titles that do not overlap (their bounding boxes);
 - buttons whose labels fit (``scrollWidth <= clientWidth``);
-- lesson 05's checkpoint slider and lesson 06's "sample again" changing what is drawn.
+- lesson 05's checkpoint slider and lesson 06's "sample again" changing what is drawn;
+- lesson 06's explorer, typed into as a learner would: a bad entry shows its error, the good
+  entry after it (a quote token, ``"``) shows its strip with no error left over and the quote
+  written as ``"``, not ``&quot;``;
+- a page reload (the notebook saved first, as JupyterLab's autosave does) draws every widget's
+  figure again as it was: plotly's FigureWidget came back empty or stale.
 
 A screenshot of each lesson (the page after Run All, each output that holds a figure scrolled
 into view) is saved under ``$MINIELECTRA_SCREENSHOTS`` (default: the test's temporary folder).
@@ -276,17 +281,26 @@ def layout_problems(page) -> list[str]:
     return problems
 
 
-def view_changes(page, plot, act, *, timeout_s: float = 60) -> bool:
-    """Whether what ``plot`` draws changes within ``timeout_s`` after ``act()``."""
-    before = plot.evaluate(VIEW)
-    act()
+def drawn_view(plot) -> str:
+    """What the figure ``plot`` (a locator, found again each time: a widget redraw replaces the
+    element) draws now; "" when there is none."""
     try:
-        page.wait_for_function(f"([plot, before]) => ({VIEW})(plot) !== before",
-                               arg=[plot.element_handle(), before], timeout=timeout_s * 1000,
-                               polling=250)
-        return True
-    except sync_api.TimeoutError:
-        return False
+        return plot.evaluate(VIEW, timeout=2000) if plot.count() else ""
+    except sync_api.Error:  # replaced between the count and the evaluation
+        return ""
+
+
+def view_changes(page, plot, act, *, timeout_s: float = 60) -> bool:
+    """Whether what ``plot`` draws changes (to something drawn) within ``timeout_s`` after
+    ``act()``."""
+    before = drawn_view(plot)
+    act()
+    for _ in range(int(timeout_s * 4)):
+        page.wait_for_timeout(250)
+        now = drawn_view(plot)
+        if now and now != before:
+            return True
+    return False
 
 
 def slider_problems(page) -> list[str]:
@@ -317,6 +331,93 @@ def resample_problems(page) -> list[str]:
             problems.append(f"explorer {k}: no figure next to the button")
         elif not view_changes(page, plot, button.click):
             problems.append(f"explorer {k}: 'sample again' did not change the view")
+    return problems
+
+
+# The lines a figure writes: each line of a multi-line text (a replaced cell: token, original).
+TEXT_LINES = """p => [...p.querySelectorAll('text')].flatMap(t => {
+  const lines = t.querySelectorAll('tspan.line');
+  return lines.length ? [...lines].map(l => l.textContent) : [t.textContent]; })"""
+
+
+def plot_texts(plot) -> list[str]:
+    """The lines of text a figure draws now (cells, titles, annotations)."""
+    try:
+        return plot.evaluate(TEXT_LINES, timeout=2000) if plot.count() else []
+    except sync_api.Error:
+        return []
+
+
+def wait_for_texts(page, plot, ok, *, timeout_s: float = 60) -> list[str]:
+    """The figure's texts once ``ok(texts)`` holds, or the last ones seen after ``timeout_s``."""
+    texts = plot_texts(plot)
+    for _ in range(int(timeout_s * 4)):
+        if ok(texts):
+            break
+        page.wait_for_timeout(250)
+        texts = plot_texts(plot)
+    return texts
+
+
+def explorer_problems(page) -> list[str]:
+    """Each explorer, typed into: a bad replacement, then a good one that puts a quote token in
+    the sentence. The bad one must show its error in the figure, the good one its strip with no
+    error left over and the quote written as it is."""
+    problems = []
+    outputs = page.locator(".jp-OutputArea-output:has(button:text-matches('^sample again'))")
+    for k in range(outputs.count()):
+        box = outputs.nth(k).locator(".widget-text:has(label:text-is('replace')) input").first
+        plot = outputs.nth(k).locator(".js-plotly-plot").first
+        box.scroll_into_view_if_needed()
+        box.fill("99=dog")
+        box.press("Enter")
+        texts = wait_for_texts(page, plot, lambda ts: any(t.startswith("no strip") for t in ts))
+        if not any("position 99 is outside the text" in t for t in texts):
+            problems.append(f"explorer {k}: a bad entry did not show its error: {texts[:8]}")
+        box.fill('3="')
+        box.press("Enter")
+        texts = wait_for_texts(page, plot, lambda ts: '"' in ts)
+        if '"' not in texts:
+            problems.append(f"explorer {k}: the quote token is not drawn as it is: {texts[:12]}")
+        if any("&quot;" in t or "&amp;" in t for t in texts):
+            problems.append(f"explorer {k}: a token is escaped twice: {texts[:12]}")
+        if any(t.startswith("no strip") for t in texts):
+            problems.append(f"explorer {k}: the error of the bad entry stayed over the strip")
+    return problems
+
+
+# Figures drawn by a widget: inside an output that is not plotly's own mimetype (an Output
+# widget's figure sits in an inner output of that mimetype, inside the widget's output).
+WIDGET_PLOTS = (".jp-OutputArea-output:not([data-mime-type='application/vnd.plotly.v1+json'])"
+                " .js-plotly-plot")
+
+
+def reload_problems(page) -> list[str]:
+    """Save the notebook, reload the page and compare every widget figure's texts with what it
+    drew before: a reload must bring each back as it was (not empty, not its first state)."""
+    plots = page.locator(WIDGET_PLOTS)
+    before = [sorted(plot_texts(plots.nth(k))) for k in range(plots.count())]
+    titles = [plots.nth(k).evaluate("p => (p.querySelector('.gtitle') || {}).textContent || ''")
+              for k in range(plots.count())]
+    if not before:
+        return []
+    # File > Save Notebook: Ctrl+S typed while a widget's text box has the focus stays there.
+    page.click(".lm-MenuBar-itemLabel:text-is('File')")
+    page.click(".lm-Menu-itemLabel:text-matches('^Save( Notebook)?$')")
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=60_000)
+    page.wait_for_timeout(1000)
+    page.reload()
+    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=180_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=180_000, polling=500)
+    settle(page)
+    problems = []
+    for k, want in enumerate(before):
+        got = sorted(wait_for_texts(page, page.locator(WIDGET_PLOTS).nth(k),
+                                    lambda ts: sorted(ts) == want, timeout_s=60))
+        if got != want:
+            problems.append(f"widget figure {k} ({titles[k]!r}) after a reload draws "
+                            f"{[t for t in got if t not in want][:8]} instead of "
+                            f"{[t for t in want if t not in got][:8]}")
     return problems
 
 
@@ -357,7 +458,8 @@ def learner_sees(browser, url: str, notebook: str, shots: Path, *, before=None) 
             screenshot(page, shots, Path(notebook).stem)
         problems = [f"not run: {c}" for c in page.evaluate(UNRUN)]
         problems += layout_problems(page)
-        problems += slider_problems(page) + resample_problems(page)
+        problems += slider_problems(page) + resample_problems(page) + explorer_problems(page)
+        problems += reload_problems(page)
     finally:
         page.close()
     return problems + [f"console error: {e}" for e in errors]
@@ -376,7 +478,8 @@ def test_the_lesson_as_a_learner_sees_it(lab, browser, screenshots, lesson):
 def probe_notebook(path: Path) -> None:
     """A hand-made notebook with one widget figure sized to the column (read from column.json,
     which the test writes) and one of each fault: a 700 px figure with overlapping subplot
-    titles, and a button too narrow for its label."""
+    titles, a button too narrow for its label, and a widget figure whose kernel-side state
+    changes without the page being told (a reload draws the kernel's state, not what was shown)."""
     cells = [
         "import json\nimport ipywidgets as w\nimport plotly.graph_objects as go\n"
         "from plotly.subplots import make_subplots\n"
@@ -390,6 +493,13 @@ def probe_notebook(path: Path) -> None:
         "go.Figure(go.Bar(y=[1, 3, 2]), layout=dict(title='static')).show()",
         "w.HBox([w.Button(description='roomy'), w.Button(description='a label much too long "
         "for its button', layout=w.Layout(width='120px'))])",
+        "from minielectra.viz.show import FigureView\n"
+        "shown = FigureView(go.Figure(go.Bar(y=[1, 3, 2]), layout=dict(width=WIDTH, height=300, "
+        "title='first shown')))\nshown.widget",
+        "later = FigureView(go.Figure(go.Bar(y=[2, 1]), layout=dict(width=WIDTH, height=300, "
+        "title='changed after'))).widget.outputs\n"
+        "with shown.widget._lock_property(outputs=list(later)):  # the kernel's state changes,\n"
+        "    shown.widget.outputs = later  # and the page is not told",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
@@ -414,6 +524,11 @@ def test_the_checks_catch_what_they_are_for(lab, browser, tmp_path):
     assert any(p.startswith("widget figure 'fixed' is 700 px") for p in problems), problems
     assert any(p.startswith("titles overlap: 'a long subplot title") for p in problems), problems
     assert any("button label clipped: 'a label much too long" in p for p in problems), problems
+    reloads = [p for p in problems if "after a reload" in p]
+    assert len(reloads) == 1 and "'first shown'" in reloads[0] and "changed after" in reloads[0], \
+        problems  # only the figure whose state changed behind the page's back
     assert not [p for p in problems if p.startswith(("not run", "console"))], problems
     shots = sorted(p.name for p in tmp_path.glob("probe*.png"))
-    assert len(shots) == 1 + 4, shots  # the page, then both widgets, the static figure, the box
+    # the page, then each output: three widget figures (the last one's own figure output inside
+    # it is an output too), the static figure and the box of buttons
+    assert len(shots) == 1 + 6, shots

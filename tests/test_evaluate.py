@@ -60,14 +60,10 @@ def run_dir(tmp_path_factory):
     corpus = root / "tiny.txt"
     corpus.write_text("\n\n".join("\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 10)))
                                             for _ in range(4)) for _ in range(40)) + "\n")
-    cfg = apply_overrides(preset("nano"), [
+    cfg = apply_overrides(preset("tiny"), [
         f"data.corpus={corpus}", f"data.cache_dir={root / 'cache'}", "data.vocab_size=48",
-        "data.max_seq_len=16", "data.held_out_fraction=0.3", "data.num_workers=1",
-        "model.embedding_size=8", "model.hidden_size=16", "model.num_layers=1",
-        "model.num_heads=2", "model.intermediate_size=32", "model.max_position_embeddings=16",
-        "train.batch_size=4", "train.max_steps=3", "train.warmup_steps=1",
-        "train.eval_examples=1000", "train.max_minutes=0", "train.milestones=()",
-        f"train.out_dir={root / 'run'}"])
+        "data.held_out_fraction=0.3", "train.max_steps=3", "train.warmup_steps=1",
+        "train.eval_examples=1000", f"train.out_dir={root / 'run'}"])
     result = pretrain(cfg, progress=False)
     return root / "run", result
 

@@ -14,11 +14,7 @@ from minielectra.experiments.specs import EXPERIMENTS
 from minielectra.objectives.flops import train_flops_per_step
 
 
-TINY = ["data.vocab_size=64", "data.max_seq_len=16", "data.held_out_fraction=0.2",
-        "data.num_workers=1", "model.embedding_size=8", "model.hidden_size=16",
-        "model.num_layers=1", "model.num_heads=2", "model.intermediate_size=32",
-        "model.max_position_embeddings=32", "model.generator_size=0.5", "train.batch_size=4",
-        "train.eval_examples=8", "train.log_every=2"]
+TINY = ["model.max_position_embeddings=32", "train.log_every=2"]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +25,7 @@ def corpus_file(tmp_path_factory, write_tiny_corpus):
 @pytest.fixture
 def tiny(corpus_file, tmp_path, glue_slice_dir, monkeypatch):
     monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(glue_slice_dir))
-    return dict(corpus=str(corpus_file), out=tmp_path / "exp",
+    return dict(corpus=str(corpus_file), out=tmp_path / "exp", preset="tiny",
                 overrides=TINY + [f"data.cache_dir={tmp_path / 'cache'}"])
 
 
@@ -226,8 +222,9 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(tiny, monkeypatch):
 @pytest.mark.parametrize("name", ["efficiency", "generator-size", "tying", "alectra",
                                   "procedures"])
 def test_every_experiment_runs_end_to_end(tiny, name, capsys):
-    code = main(["experiment", name, "--budget", "4", "--corpus", tiny["corpus"], "--out",
-                 str(tiny["out"]), "--probe-tasks", "sst2", "--finetune-tasks",
+    code = main(["experiment", name, "--preset", "tiny", "--budget", "4", "--corpus",
+                 tiny["corpus"], "--out", str(tiny["out"]), "--probe-tasks", "sst2",
+                 "--finetune-tasks",
                  "--probe-examples", "30", *[a for o in tiny["overrides"] for a in ("--set", o)]])
     assert code == 0
     printed = json.loads(capsys.readouterr().out)  # stdout is one JSON document
@@ -263,8 +260,9 @@ def test_shards_split_the_runs_and_the_command_without_shard_writes_the_report(t
     assert sorted(s.name for h in halves for s in h) == sorted(s.name for s in specs)
     assert [s.seed for s in halves[0]] == [0, 0, 1, 1] and [s.seed for s in halves[1]] == [0, 0, 1, 1]
 
-    args = ["experiment", "generator-size", "--budget", "4", "--seeds", "2", "--corpus",
-            tiny["corpus"], "--out", str(tiny["out"]), "--probe-tasks", "sst2", "--finetune-tasks",
+    args = ["experiment", "generator-size", "--preset", "tiny", "--budget", "4", "--seeds", "2",
+            "--corpus", tiny["corpus"], "--out", str(tiny["out"]), "--probe-tasks", "sst2",
+            "--finetune-tasks",
             "--probe-examples", "30", *[a for o in tiny["overrides"] for a in ("--set", o)]]
     assert main(args + ["--shard", "1/2"]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -206,7 +207,19 @@ SCENARIOS = [
                                     *TINY[4:], "--out", t / "x"], "e.txt"),
     S("corpus binary", lambda w, t: ["pretrain", *TINY[:2], "--corpus",
                                      write(t / "b.txt", bytes(range(256)) * 50), *TINY[4:],
-                                     "--out", t / "x"], "b.txt"),
+                                     "--out", t / "x"], "b.txt: a binary file"),
+    S("corpus UTF-16", lambda w, t: ["pretrain", *TINY[:2], "--corpus",
+                                     write(t / "u.txt", "one two three\n\nfour\n".encode("utf-16")),
+                                     *TINY[4:], "--out", t / "x"], "u.txt: UTF-16 text"),
+    S("corpus UTF-16 without a byte-order mark", lambda w, t: [
+        "pretrain", *TINY[:2], "--corpus", write(t / "u.txt", "one two\n".encode("utf-16-le")),
+        *TINY[4:], "--out", t / "x"], "u.txt: UTF-16 text"),
+    S("corpus of NUL bytes", lambda w, t: ["pretrain", *TINY[:2], "--corpus",
+                                           write(t / "z.txt", bytes(4096)), *TINY[4:],
+                                           "--out", t / "x"], "z.txt: only NUL bytes"),
+    S("corpus of NUL bytes, given vocabulary", lambda w, t: [
+        "evaluate", "--checkpoint", w.ckpt, "--corpus", write(t / "z.txt", bytes(4096))],
+      "z.txt: only NUL bytes"),
     S("pretrain-en without a data dir", lambda w, t: ["pretrain", "--preset", "nano", "--corpus",
                                                       "pretrain-en", "--out", t / "x"],
       "pretrain-en"),
@@ -277,6 +290,41 @@ SCENARIOS = [
       "t.csv: the file is empty"),
     S("header only", lambda w, t: finetune_files(w, csv_file(t, "t.csv", "text,label\n")),
       "t.csv: a header but no data rows"),
+    S("header names a column twice", lambda w, t: finetune_files(
+        w, csv_file(t, "t.csv", "text,text,label\ngood,bad,1\nbad,good,0\n")),
+      "t.csv: line 1: the header names column 'text' twice"),
+    S("TSV header names a column twice", lambda w, t: finetune_files(
+        w, csv_file(t, "t.tsv", "text\tlabel\tlabel\ngood\t1\t0\nbad\t0\t1\n")),
+      "t.tsv: line 1: the header names column 'label' twice"),
+    S("JSONL object names a key twice", lambda w, t: finetune_files(
+        w, csv_file(t, "t.jsonl", '{"text": "a", "label": 1}\n'
+                    '{"text": "b", "text": "c", "label": 0}\n')),
+      "t.jsonl: line 2: the object names 'text' twice"),
+    S("empty text cell", lambda w, t: finetune_files(
+        w, csv_file(t, "t.csv", "text,label\ngood,1\n,0\nbad,0\n")),
+      "t.csv: line 3, column 'text': the text is empty"),
+    S("blank text cell in dev", lambda w, t: finetune_files(
+        w, FIXTURES / "reviews_train.csv", csv_file(t, "d.csv", "text,label\nfine,positive\n"
+                                                    "   ,negative\n")),
+      "d.csv: line 3, column 'text': the text is empty"),
+    S("empty pair text", lambda w, t: finetune_files(
+        w, csv_file(t, "t.csv", "text,text_pair,label\na,b,1\nc,,0\n")),
+      "t.csv: line 3, column 'text_pair': the text is empty"),
+    S("a folder as --train", lambda w, t: finetune_files(w, t), ": a folder, not a file"),
+    S("text and label the same column", lambda w, t: reviews(w, "--text-column", "label"),
+      "--text-column and --label-column both name the column 'label'"),
+    S("text pair the text column", lambda w, t: reviews(w, "--text-pair-column", "text"),
+      "--text-column and --text-pair-column both name the column 'text'"),
+    S("a SQuAD 2.0 file for --task squad", lambda w, t: _squad(w, t, "squad", "v2.0"),
+      "is SQuAD 2.0, but --task squad is SQuAD 1.1: use --task squad_v2"),
+    S("a SQuAD 1.1 file for --task squad_v2", lambda w, t: _squad(w, t, "squad_v2", "1.1"),
+      "is SQuAD 1.1, but --task squad_v2 is SQuAD 2.0: use --task squad"),
+    S("glue --tasks naming one twice", lambda w, t: ["glue", "--checkpoint", w.run, "--tasks",
+                                                     "sst2", "rte", "sst2"],
+      "--tasks names sst2 twice"),
+    S("train UTF-16", lambda w, t: finetune_files(
+        w, csv_file(t, "t.csv", "text,label\ngood,1\nbad,0\n".encode("utf-16"))),
+      "t.csv: UTF-16 text"),
     S("dev label unseen in training", lambda w, t: finetune_files(
         w, FIXTURES / "reviews_train.csv", csv_file(t, "d.csv", "text,label\na,positive\n"
                                                     "b,neutral\n")),
@@ -351,8 +399,9 @@ SCENARIOS = [
       "finetune.json: damaged"),
     S("fine-tuned weights truncated", lambda w, t: ["predict", "--model", _cut_model(w, t),
                                                     "hello"], "model.safetensors"),
-    S("a pair for a single-sentence task", lambda w, t: ["predict", "--model", w.model, "a",
-                                                         "b"], "input 0 is a pair"),
+    S("a pair for a single-sentence task", lambda w, t: ["predict", "--model", w.model, "-"],
+      "input 0 is a pair",
+      lambda m, w, t: m.setattr("sys.stdin", io.StringIO("a\tb\n"))),
     S("neither sentences nor --file", lambda w, t: ["predict", "--model", w.model],
       "--file"),
     # -------------------------------------------------------------------------- convert
@@ -360,7 +409,55 @@ SCENARIOS = [
                                                   t / "out"], "nope"),
     S("convert a non-checkpoint", lambda w, t: ["convert", "--to-hf", write(t / "d" / "x", "")
                                                 .parent, "--out", t / "out"], "/d"),
+    # -------------------------------------------------------------------- checksums.json
+    S("a sum naming a file outside the checkpoint", lambda w, t: [
+        "evaluate", "--checkpoint", _sum_outside(w, t, "../secret.bin")],
+      "entry '../secret.bin' names a file outside"),
+    S("a sum naming an absolute path", lambda w, t: [
+        "evaluate", "--checkpoint", _sum_outside(w, t, str(t / "secret.bin"))],
+      "names a file outside"),
+    S("a sum naming a link out of the checkpoint", lambda w, t: [
+        "evaluate", "--checkpoint", _sum_outside(w, t, "linked.bin")],
+      "entry 'linked.bin' names a file outside"),
+    S("a resume whose sums name a file outside", lambda w, t: [
+        "pretrain", *TINY, "--max-steps", "8", "--out", _run_sum_outside(w, t), "--resume"],
+      "every checkpoint"),
+    S("sums that are a list", lambda w, t: ["evaluate", "--checkpoint", _sums_list(w, t)],
+      "checksums.json: damaged"),
 ]
+
+
+def _sum_outside(w, t, name: str, ckpt: Path | None = None) -> Path:
+    """A checkpoint whose checksums.json also names ``name``, a file outside it, with its true
+    sum: hashed, it would match."""
+    from minielectra.data.files import file_sha256
+    ckpt = ckpt or copy_ckpt(w, t)
+    secret = write(t / "secret.bin", b"not yours to read")
+    digest = file_sha256(secret)
+    if name == "linked.bin":
+        (ckpt / name).symlink_to(secret)
+    sums = json.loads((ckpt / "checksums.json").read_text())
+    sums["sha256"][name] = digest
+    (ckpt / "checksums.json").write_text(json.dumps(sums))
+    return ckpt
+
+
+def _run_sum_outside(w, t):
+    run = _back_to_step_4(w, t)
+    _sum_outside(w, t, "../../../secret.bin", run / "checkpoints" / "step_0000004")
+    return run
+
+
+def _squad(w, t, task: str, version: str) -> list:
+    from test_squad import fixture_file
+    data = fixture_file(t / "squad.json", version)
+    return ["finetune", "--checkpoint", w.run, "--task", task, "--train", data, "--dev", data]
+
+
+def _sums_list(w, t):
+    ckpt = copy_ckpt(w, t)
+    (ckpt / "checksums.json").write_text('{"sha256": ["model.safetensors"]}')
+    return ckpt
 
 
 def _damage_all(w, t):

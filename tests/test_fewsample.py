@@ -27,7 +27,7 @@ def tiny(seed=0, **kw):
 
 
 def build(model, *overrides):
-    cfg = classifier.apply_finetune_overrides(classifier.FinetuneConfig(), overrides)
+    cfg = classifier.finetune_config(overrides)
     torch.manual_seed(5)
     clf = classifier.build_classifier(model, get_task("sst2"), cfg)
     fewsample.prepare(clf, cfg, initializer_range=model.config.initializer_range)
@@ -67,7 +67,7 @@ def test_reinit_is_a_no_op_from_scratch_and_checks_its_range():
 
 def test_recipes_are_valid_overrides():
     for name, overrides in fewsample.RECIPES.items():
-        cfg = classifier.apply_finetune_overrides(classifier.FinetuneConfig(), overrides)
+        cfg = classifier.finetune_config(overrides)
         for item in overrides:  # each override lands on the key it names
             key, value = item.split("=", 1)
             assert str(getattr(cfg, key.split(".", 1)[1])).lower() == value.lower(), (name, item)

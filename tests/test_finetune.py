@@ -27,6 +27,7 @@ from minielectra.finetune.glue import data as glue
 from minielectra.finetune import predict as pr
 from minielectra.finetune import saved as saved_model
 from minielectra.finetune.glue import suite as tasks_suite
+from minielectra.training import checkpoints as training_checkpoints
 
 FAST = ["finetune.eval_batch_size=64"]
 
@@ -73,19 +74,19 @@ def pretrained(char_tokenizer):
 
 
 def test_overrides_are_typed_and_checked():
-    cfg = classifier.apply_finetune_overrides(classifier.FinetuneConfig(), [
+    cfg = classifier.finetune_config([
         "finetune.learning_rate=1e-4", "finetune.epochs=2", "finetune.encoder_dropout=none",
         "finetune.layerwise_decay_official=true", "finetune.schedule=linear"])
     assert (cfg.learning_rate, cfg.epochs, cfg.encoder_dropout) == (1e-4, 2, None)
     assert cfg.layerwise_decay_official and cfg.schedule == "linear"
     with pytest.raises(KeyError, match="finetune.learning_rate"):  # names the valid keys
-        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.learnig_rate=1"])
+        classifier.finetune_config(["finetune.learnig_rate=1"])
     with pytest.raises(KeyError):
-        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["train.learning_rate=1"])
+        classifier.finetune_config(["train.learning_rate=1"])
     with pytest.raises(ValueError, match="finetune.epochs expects int"):
-        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.epochs=1.5"])
+        classifier.finetune_config(["finetune.epochs=1.5"])
     with pytest.raises(ValueError, match="layerwise_decay"):
-        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.layerwise_decay=0"])
+        classifier.finetune_config(["finetune.layerwise_decay=0"])
 
 
 def test_defaults_are_the_papers():
@@ -96,7 +97,7 @@ def test_defaults_are_the_papers():
     assert c.double_unordered and not c.layerwise_decay_official and not c.bias_correction
     assert c.loss_reduction == "sum"  # run_finetuning.py: tf.reduce_sum over the batch
     with pytest.raises(ValueError, match="sum|mean"):
-        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.loss_reduction=max"])
+        classifier.finetune_config(["finetune.loss_reduction=max"])
 
 
 # ---------------------------------------------------------------------------- the classifier
@@ -288,7 +289,7 @@ def test_official_shuffle_buffer_trains_the_same_number_of_steps(pretrained, toy
                     progress=False)
     assert r["runs"][0]["steps"] == 4 * math.ceil(256 / 32) and r["score"] >= 90.0, r
     with pytest.raises(ValueError, match="shuffle_buffer"):
-        classifier.apply_finetune_overrides(classifier.FinetuneConfig(), ["finetune.shuffle_buffer=-1"])
+        classifier.finetune_config(["finetune.shuffle_buffer=-1"])
 
 
 def test_seeds_give_the_median(pretrained, toy_sst2, tmp_path):
@@ -475,7 +476,7 @@ def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_
     
     pretrained.save_pretrained(tmp_path / "ckpt")
     calls = {"resolve": 0, "load": 0}
-    resolve, load = ft.resolve_pretrained, model_checkpoint.load_pretrained
+    resolve, load = training_checkpoints.resolve_checkpoint, model_checkpoint.load_pretrained
 
     def counted(name, fn):
         def wrapper(*a, **kw):
@@ -483,7 +484,7 @@ def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_
             return fn(*a, **kw)
         return wrapper
 
-    monkeypatch.setattr(ft, "resolve_pretrained", counted("resolve", resolve))
+    monkeypatch.setattr(training_checkpoints, "resolve_checkpoint", counted("resolve", resolve))
     monkeypatch.setattr(model_checkpoint, "load_pretrained", counted("load", load))
     s = tasks_suite.run_glue(tmp_path / "ckpt", ["cola", "rte"], seeds=2, data_dir=glue_slice_dir,
                     progress=False, overrides=FAST + ["finetune.epochs=1"])

@@ -86,9 +86,9 @@ def test_finetune_summary_epochs_and_the_kept_model(capsys, char_run_dir, tmp_pa
     code, r, err = run_cli(capsys, "finetune", "--checkpoint", char_run_dir, "--train",
                            FIXTURES / "reviews_train.csv", "--dev",
                            FIXTURES / "reviews_dev.csv", "--out", out, *FAST)
-    assert code == 0
-    assert len(r["epoch_scores"]) == 3 and r["score"] == max(r["epoch_scores"])
-    assert r["kept_epoch"] == r["best_epoch"] == 1 + r["epoch_scores"].index(r["score"])
+    assert code == 0  # the default keeps the last epoch: the dev score is never chosen on
+    assert len(r["epoch_scores"]) == 3 and r["score"] == r["epoch_scores"][-1]
+    assert r["kept_epoch"] == 3 and r["config"]["keep_epoch"] == "last"
     # The saved model is the kept epoch's: its dev predictions score what the JSON says.
     dev = [line.split(",")[-1] for line in (FIXTURES / "reviews_dev.csv").read_text()
            .splitlines()[1:] if line.strip()]
@@ -106,7 +106,35 @@ def test_keep_epoch_last_is_the_paper_protocol(capsys, char_run_dir):
                            FIXTURES / "reviews_train.csv", "--dev",
                            FIXTURES / "reviews_dev.csv", "--keep-epoch", "last", *FAST)
     assert code == 0 and r["score"] == r["epoch_scores"][-1] and r["kept_epoch"] == 3
-    assert "not saved" in err and "--out" in err
+    assert "not saved" in err and "--out" in err and "the paper's protocol" in err
+
+
+def test_keep_epoch_best_chooses_on_held_out_training_examples(capsys, char_run_dir, tmp_path):
+    """The kept epoch is the best on training examples held out from training, never on the dev
+    set that is reported; the saved model is that epoch's."""
+    out, train = tmp_path / "best", tmp_path / "train.csv"
+    header, *rows = [line for line in (FIXTURES / "reviews_train.csv").read_text().splitlines()
+                     if line.strip()]
+    train.write_text("\n".join([header] + rows * 3) + "\n")  # 48: enough to hold 10% out
+    code, r, err = run_cli(capsys, "finetune", "--checkpoint", char_run_dir, "--train", train,
+                           "--dev", FIXTURES / "reviews_dev.csv", "--keep-epoch", "best",
+                           "--out", out, *FAST)
+    assert code == 0
+    choice = r["choice_scores"]
+    assert len(choice) == 3 and r["kept_epoch"] == 1 + max(range(3), key=lambda i: (choice[i], -i))
+    assert r["score"] == r["epoch_scores"][r["kept_epoch"] - 1]
+    n_train = 3 * len(rows)
+    assert r["choice_examples"] == round(0.1 * n_train)
+    assert r["train_examples_used"] == n_train - r["choice_examples"]
+    assert f"the best on {r['choice_examples']} training examples held out" in err
+    code, _, err = run_cli(capsys, "finetune", "--checkpoint", char_run_dir, "--train",
+                           FIXTURES / "reviews_train.csv", "--dev", FIXTURES / "reviews_dev.csv",
+                           "--keep-epoch", "best", *FAST)  # 16 examples: too few to hold out
+    assert code == 2 and "needs at least 20 training examples" in err
+    dev = [line.split(",")[-1] for line in (FIXTURES / "reviews_dev.csv").read_text()
+           .splitlines()[1:] if line.strip()]
+    p = pr.run_predict(out, file=FIXTURES / "reviews_dev.csv")["predictions"]
+    assert 100 * skm.accuracy_score(dev, [x["label"] for x in p]) == pytest.approx(r["score"])
 
 
 # ------------------------------------------------------------------------------ long texts
@@ -289,17 +317,12 @@ def capped_run(tmp_path_factory, write_tiny_corpus):
     root = tmp_path_factory.mktemp("capped")
     corpus = write_tiny_corpus(root / "tiny.txt")
     sets = [f"data.corpus={corpus}", f"data.cache_dir={root / 'cache'}", "data.vocab_size=128",
-            "data.max_seq_len=16", "data.held_out_fraction=0.2", "data.num_workers=1",
-            "model.embedding_size=8", "model.hidden_size=16", "model.num_layers=1",
-            "model.num_heads=2", "model.intermediate_size=32",
-            "model.max_position_embeddings=16", "model.generator_size=0.5",
-            "train.batch_size=4", "train.max_steps=50", "train.warmup_steps=2",
-            "train.max_minutes=1e-9", "train.milestones=()", f"train.out_dir={root / 'run'}"]
+            "train.max_steps=50", "train.max_minutes=1e-9", f"train.out_dir={root / 'run'}"]
     import contextlib
     import io
     err, out = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        assert main(["pretrain", *[a for s in sets for a in ("--set", s)]]) == 0
+        assert main(["pretrain", "--preset", "tiny", *[a for s in sets for a in ("--set", s)]]) == 0
     result = json.loads(out.getvalue())  # stdout is one JSON document; people read stderr
     assert result["stopped_by"] == "max_minutes"
     return root / "run", err.getvalue()
@@ -330,18 +353,20 @@ def test_viz_and_evaluate_count_the_same_heldout_examples(capsys, capped_run, tm
 # ------------------------------------------------------------------------ the README's set-up
 
 
-def test_readme_setup_works_without_the_package_index_and_the_torch_index():
+def test_readme_setup_is_two_commands_that_need_only_the_package_index():
     readme = (ROOT / "README.md").read_text()
-    setup = readme[readme.index("```bash"):readme.index("minielectra pretrain --preset nano\n")]
-    commands = [line.split("#")[0].strip() for line in setup.splitlines()
-                if not line.lstrip().startswith("#")]
-    version = re.search(r'^version = "(.+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
-    # torch from PyTorch's CPU index, and a fallback that needs only PyPI
-    assert any("--index-url https://download.pytorch.org/whl/cpu" in c for c in commands)
-    assert any(c.startswith("pip install torch") and "--index-url" not in c for c in commands)
-    # minielectra from the checkout, or a wheel built from it, named as pip names it
-    assert 'pip install -e ".[dev,notebooks]"' in commands
-    wheel = f"dist/minielectra-{version}-py3-none-any.whl"
-    assert f"pip wheel . --no-deps -w dist && pip install {wheel}" in commands
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    clone = next(b for b in blocks if "git clone" in b)
+    setup = next(b for b in blocks if "minielectra pretrain --preset nano" in b)
+    commands = [line.strip() for line in setup.splitlines() if line.strip()]
+    # one installs and runs the main job, one runs the tests
+    assert commands == ['pip install torch==2.13.0 && pip install -e ".[dev,notebooks]" && '
+                        "minielectra pretrain --preset nano",
+                        "python -m pytest -q --nbval tests notebooks"]
+    # no other index on the set-up line (an unreachable one makes pip wait minutes); the CPU
+    # index is named for Linux without a GPU, as an alternative in the prose
+    assert "--index-url" not in setup and "--extra-index-url" not in setup
+    assert "--index-url https://download.pytorch.org/whl/cpu" in readme
+    # a clone and a virtual environment, and no `cd minielectra` (from a checkout: the package)
+    assert "python3 -m venv" in clone and not re.search(r"cd minielectra\b(?!-)", readme)
     assert not any(c.startswith("pip install minielectra") for c in commands)  # not published
-    assert f"minielectra --version                   # minielectra {version}" in setup

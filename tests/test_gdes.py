@@ -132,6 +132,17 @@ def test_finetuning_classifier_gets_the_folded_encoder():
                                    model.discriminator.encoder(ids, mask, types))
 
 
+def test_squad_span_model_gets_the_folded_encoder():
+    from minielectra.finetune.classifier import FinetuneConfig
+    from minielectra.finetune.squad.model import build_span_qa
+    model = perturbed()
+    qa = build_span_qa(model, FinetuneConfig(encoder_dropout=0.0)).eval()
+    ids, mask, types = batch()
+    with torch.no_grad():
+        torch.testing.assert_close(qa.encoder(ids, mask, types),
+                                   model.discriminator.encoder(ids, mask, types))
+
+
 def test_export_to_transformers_folds_the_residual(tmp_path):
     transformers = pytest.importorskip("transformers")
     from minielectra.model import hf

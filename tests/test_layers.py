@@ -1,4 +1,6 @@
-"""The package reads in layers: no import circles, and each layer imports only layers below it.
+"""The house keeps its layout: the package reads in layers (no import circles, each layer importing
+only layers below it), never imports the lab, keeps modules short and its import light, and the
+layout page (docs/guides/layout.md) names every room with the layer this test enforces.
 
 Every ``import`` in every module counts, including those inside functions (a lazy import hides a
 circle from Python, not from a reader). The graph is built with ``ast`` from the source, so the
@@ -6,15 +8,19 @@ test needs no imports of the package and sees code paths that never run here.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "minielectra"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "minielectra"
+LAYOUT = ROOT / "docs" / "guides" / "layout.md"
 
-# Bottom to top, as the lessons meet them (README "Layout"). A module may import its own layer
-# and any layer below it.
-LAYERS = {"config": 0, "names": 0, "presets": 0, "safeio": 0, "data": 1, "model": 2,
+# Bottom to top, as the lessons meet them (docs/guides/layout.md). A module may import its own
+# layer and any layer below it.
+LAYERS = {"config": 0, "overrides": 0, "presets": 0, "safeio": 0, "ownership": 0, "progress": 0,
+          "data": 1, "model": 2,
           "objectives": 3, "training": 4, "commands": 8,
           "distributed": 4, "finetune": 5, "experiments": 6, "viz": 7, "cli": 8, "usage": 8,
           "lessons": 8, "__main__": 8, "__init__": 8}
@@ -82,7 +88,7 @@ def layer_of(module: str) -> int:
     key = parts[1] if len(parts) > 1 else "__init__"
     if key not in LAYERS:
         raise AssertionError(f"{module}: not in a known layer; add its folder to LAYERS "
-                             "(and to README's Layout)")
+                             "(and to docs/guides/layout.md)")
     return LAYERS[key]
 
 
@@ -116,17 +122,75 @@ def test_the_package_never_imports_the_lab():
 def test_subpackage_inits_hold_no_code():
     """A layer's ``__init__`` is its docstring only: code there would run on every import of
     any module of the layer, and re-exports there would hide where a name lives."""
-    for init in PACKAGE.glob("*/__init__.py"):
+    for init in PACKAGE.glob("*/**/__init__.py"):
         body = ast.parse(init.read_text()).body
         assert all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
                    for n in body), f"{init} holds code"
 
 
 def test_modules_stay_short():
-    """One concept a module; the house style's ~100-400 lines (README "Layout")."""
+    """One concept a module; the house style's ~100-400 lines (docs/guides/layout.md)."""
     long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 420}
     assert not long, long
+
+
+# Folders at the top of a checkout that are no room of the house: what runs and builds leave there.
+NOT_ROOMS = {"runs", "experiments", "build", "dist"}
+
+
+def test_the_layout_page_names_every_room_with_its_layer():
+    """A reader finds their room from the tree: every folder of the repository, every folder
+    and top-level module of the package is on the page, each layer the number enforced here."""
+    text = LAYOUT.read_text()
+    repo = {p.name + "/" for p in ROOT.iterdir() if p.is_dir() and p.name not in NOT_ROOMS
+            and not p.name.startswith((".", "_")) and not p.name.endswith(".egg-info")}
+    package = {p.name + "/" for p in PACKAGE.iterdir() if p.is_dir() and not p.is_symlink()
+               and p.name != "__pycache__"}
+    package |= {p.name for p in PACKAGE.glob("*.py") if not p.name.startswith("__")}
+    package |= {p.parent.name + "/" for p in PACKAGE.glob("*/*/__init__.py")}  # finetune/glue
+    missing = sorted(n for n in repo | package if not re.search(rf"(?<![\w/]){re.escape(n)}", text))
+    assert not missing, f"{LAYOUT.relative_to(ROOT)} does not name {missing}"
+    tree = text[text.index("## The package"):text.index("## What you want")]
+    shown = {m[1]: int(m[2]) for m in re.finditer(r"^  (\w+)(?:/|\.py)\s+(\d)\s", tree, re.M)}
+    assert shown == {k: v for k, v in LAYERS.items() if k not in ("__init__", "__main__")}
+
+
+# What `import minielectra` loads: the model and its config, nothing above them (the data, training,
+# checkpoint files and interop, views, fine-tuning and experiments load when first used).
+LIGHT = {"minielectra", "minielectra.config", "minielectra.overrides", "minielectra.presets",
+         "minielectra.safeio", "minielectra.model", "minielectra.model.electra",
+         "minielectra.model.transformer", "minielectra.model.attention",
+         "minielectra.model.gdes", "minielectra.model.variants"}
+
+SPY = """
+import os, sys
+class Spy:  # reports the OpenMP setting at the moment torch is first imported
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            print("torch imported with OMP_WAIT_POLICY =", os.environ.get("OMP_WAIT_POLICY"))
+sys.meta_path.insert(0, Spy())
+import minielectra
+print(sorted(m for m in sys.modules if m.startswith("minielectra")))
+minielectra.minimal_pretrain  # a public name from a layer above, loaded when asked for
+print("training" in " ".join(sys.modules))
+"""
+
+
+def test_import_minielectra_loads_the_model_and_config_only():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["PYTHONPATH"] = str(PACKAGE.parent)
+    done = subprocess.run([sys.executable, "-c", SPY], env=env, capture_output=True, text=True,
+                          check=True)
+    first, loaded, later = done.stdout.splitlines()
+    assert first == "torch imported with OMP_WAIT_POLICY = PASSIVE"
+    assert set(json.loads(loaded.replace("'", '"'))) == LIGHT
+    assert later == "True"
 
 
 # ------------------------------------------------------------------- the checker itself can fail

@@ -7,6 +7,7 @@ built from this tree must contain them.
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -60,6 +61,20 @@ def test_each_lesson_follows_the_template(name):
             assert kinds <= {"text/plain"}, (name, source[:60], kinds)
             assert not any(o.get("name") == "stderr" for o in c["outputs"]), (name, source[:60])
         assert not any(o["output_type"] == "error" for o in c["outputs"]), (name, source[:60])
+
+
+@pytest.mark.parametrize("name", [n for n in EXPECTED if n.endswith(".ipynb")])
+def test_each_lesson_ends_pointing_at_its_solutions(name):
+    """The exercises' last line says where their solutions are: the chapter's Solutions section
+    and the lesson's solutions notebook, both existing files."""
+    nb = json.loads((NOTEBOOKS / name).read_text())
+    last = "".join(nb["cells"][-1]["source"]).strip().splitlines()[-1]
+    solutions = f"solutions/{name[:2]}_solutions.ipynb"
+    assert last.startswith("Solutions are in"), (name, last)
+    assert f"](../tutorial/{name.replace('.ipynb', '.md')}#solutions)" in last, (name, last)
+    assert f"]({solutions})" in last and (NOTEBOOKS / solutions).is_file(), (name, last)
+    chapter = (ROOT / "tutorial" / name.replace(".ipynb", ".md")).read_text()
+    assert "\n## Solutions" in chapter, name
 
 
 def _ignored(cell: dict) -> bool:
@@ -118,12 +133,40 @@ def test_lesson_files_are_the_repository_course():
     assert any(n.startswith("tutorial/img/") for n in COURSE)
 
 
-def test_copy_lessons_copies_bytes_and_refuses_to_overwrite(tmp_path):
+# A Markdown link, and the form a link to a file only a checkout has takes in a copy.
+MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\s]+)\)")
+MENTION = re.compile(r" \(minielectra repository: `[^`]+`\)")
+
+
+def _prose(text: str, *, copy: bool) -> str:
+    """Markdown with every link reduced to its label (and, in a copy, every repository mention
+    dropped): what the copy must keep of the repository's file, word for word."""
+    text = MD_LINK.sub(lambda m: m.group(1), text)
+    return MENTION.sub("", text) if copy else text
+
+
+def _markdown(path: Path) -> str:
+    if path.suffix != ".ipynb":
+        return path.read_text()
+    return "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                     if c["cell_type"] == "markdown")
+
+
+def test_copy_lessons_copies_the_course_and_refuses_to_overwrite(tmp_path):
     out = tmp_path / "course"
     result = copy_lessons(out)
     assert sorted(result["files"]) == COURSE
     for name in COURSE:
-        assert (out / name).read_bytes() == (ROOT / name).read_bytes()
+        copied, original = out / name, ROOT / name
+        if name.endswith((".md", ".ipynb")):  # the same words; only links out may differ
+            assert _prose(_markdown(copied), copy=True) == _prose(_markdown(original),
+                                                                  copy=False), name
+        if name.endswith(".ipynb"):  # the code and its outputs: exactly the repository's
+            code = lambda p: [c for c in json.loads(p.read_text())["cells"]  # noqa: E731
+                              if c["cell_type"] == "code"]
+            assert code(copied) == code(original), name
+        elif not name.endswith(".md"):
+            assert copied.read_bytes() == original.read_bytes(), name
     assert result["next"] == f"jupyter lab {out}"
 
     edited = out / "notebooks" / EXPECTED[0]
@@ -132,7 +175,36 @@ def test_copy_lessons_copies_bytes_and_refuses_to_overwrite(tmp_path):
         copy_lessons(out)
     assert edited.read_text() == "my notes"  # nothing was touched
     assert copy_lessons(out, force=True)["overwritten"]
-    assert edited.read_bytes() == (NOTEBOOKS / EXPECTED[0]).read_bytes()
+    assert _prose(_markdown(edited), copy=True) == \
+        _prose(_markdown(NOTEBOOKS / EXPECTED[0]), copy=False)
+
+
+def test_every_relative_link_of_a_copied_course_resolves(tmp_path):
+    """A learner without a checkout clicks a lesson's "Code:" link or the model card: the file
+    is there (the library's own, under source/). Reference: the repository's file of the same
+    path, and a Python started in the course folder still imports the installed package."""
+    result = copy_lessons(tmp_path)
+    checked, broken = 0, []
+    for name in [*result["files"], *result["sources"]]:
+        if not name.endswith((".md", ".ipynb")):
+            continue
+        for _, target in MD_LINK.findall(_markdown(tmp_path / name)):
+            if re.match(r"[a-z][a-z0-9+.-]*:|#", target):
+                continue
+            checked += 1
+            if not (tmp_path / name).parent.joinpath(target.split("#")[0]).exists():
+                broken.append(f"{name}: {target}")
+    assert checked > 100 and not broken, broken
+    sources = result["sources"]
+    assert "source/minielectra/model/electra.py" in sources
+    assert "source/minielectra/assets/bundled/MODEL_CARD.md" in sources
+    for name in sources:
+        assert (tmp_path / name).read_bytes() == \
+            (ROOT / name.removeprefix("source/")).read_bytes(), name
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed package
+    found = subprocess.run([sys.executable, "-c", "import minielectra; print(minielectra.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
+    assert not Path(found.strip()).is_relative_to(tmp_path), found
 
 
 def test_links_between_notebooks_and_tutorial_resolve_in_the_copy(tmp_path):

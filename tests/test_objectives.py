@@ -12,7 +12,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from minielectra.config import ModelConfig, ObjectiveConfig, RunConfig
 from minielectra.model.electra import Electra
 from minielectra.objectives import discriminative, flops, masked_lm
-from minielectra.objectives.compute import compute
+from minielectra.objectives.compute import build_model, compute, load_model
 
 OBJECTIVES = ("electra", "mlm", "electra-15", "replace-mlm", "all-tokens-mlm")
 
@@ -21,7 +21,7 @@ def make(tiny_model_config, name="electra", *, seed=0, **model_kw):
     torch.manual_seed(seed)
     kw = dict(dropout=0.0, attention_dropout=0.0)
     kw.update(model_kw)
-    return Electra(tiny_model_config(**kw), ObjectiveConfig(name=name))
+    return build_model(tiny_model_config(**kw), ObjectiveConfig(name=name))
 
 
 def batch(b=3, n=12, vocab=50, seed=0):
@@ -119,7 +119,7 @@ def test_mlm_checkpoint_fine_tunes_its_own_encoder(tiny_model_config, tmp_path):
     from minielectra.finetune.glue.data import get_task
     model = make(tiny_model_config, "mlm")
     model.save_pretrained(tmp_path / "ckpt")
-    loaded = Electra.from_pretrained(tmp_path / "ckpt")
+    loaded = load_model(tmp_path / "ckpt")
     assert loaded.objective.name == "mlm"
     assert loaded.disc_mlm.encoder is loaded.discriminator.encoder
     clf = build_classifier(loaded, get_task("sst2"), FinetuneConfig())
@@ -336,7 +336,7 @@ def flop_config(name, **kw):
 
 def counted(cfg, step=0):
     torch.manual_seed(0)
-    model = Electra(cfg.model, cfg.objective)
+    model = build_model(cfg.model, cfg.objective)
     ids = torch.randint(5, 300, (4, 32), generator=rng(0))
     ids[:, 0], ids[:, -1] = 2, 3
     with FlopCounterMode(display=False) as fc:
@@ -408,13 +408,13 @@ def test_official_flops_differ_from_ours_as_the_tutorial_says():
 def test_mlm_builds_no_generator(tiny_model_config, tmp_path):
     """BERT's baseline never runs a generator, so it has none, saved or loaded."""
     torch.manual_seed(0)
-    mlm = Electra(tiny_model_config(), ObjectiveConfig(name="mlm"))
+    mlm = build_model(tiny_model_config(), ObjectiveConfig(name="mlm"))
     torch.manual_seed(0)
     electra = Electra(tiny_model_config(), ObjectiveConfig(name="electra"))
     assert mlm.generator is None and not any(k.startswith("generator.") for k in mlm.state_dict())
     assert any(k.startswith("generator.") for k in electra.state_dict())
     assert sum(p.numel() for p in mlm.parameters()) < sum(p.numel() for p in electra.parameters())
     mlm.save_pretrained(tmp_path / "mlm")
-    again = Electra.from_pretrained(tmp_path / "mlm")
+    again = load_model(tmp_path / "mlm")
     assert again.generator is None and again.objective.name == "mlm"
     torch.testing.assert_close(again.state_dict(), mlm.state_dict())

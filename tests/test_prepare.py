@@ -109,8 +109,9 @@ def test_prepare_refuses_a_folder_written_with_other_settings(corpus_file, vocab
         run_prepare(corpus_file, vocab, tmp_path / "out", max_seq_len=32)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="not empty"):
+    with pytest.raises(FileExistsError, match="notes.txt"):
         run_prepare(corpus_file, vocab, tmp_path / "other")
+    assert sorted(p.name for p in (tmp_path / "other").iterdir()) == ["notes.txt"]
 
 
 def test_pretrain_data_uses_the_folders_tokenizer_and_shards(corpus_file, vocab, tmp_path):
@@ -118,12 +119,9 @@ def test_pretrain_data_uses_the_folders_tokenizer_and_shards(corpus_file, vocab,
     with pytest.raises(ValueError, match="16 tokens"):
         load_prepared(tmp_path / "data", max_seq_len=32)
     from minielectra.training.loop import pretrain
-    cfg = apply_overrides(preset("nano"), [
-        f"data.prepared={tmp_path / 'data'}", "data.corpus=/nonexistent", "data.max_seq_len=16",
-        "model.embedding_size=8", "model.hidden_size=16", "model.num_layers=1",
-        "model.num_heads=2", "model.intermediate_size=32", "model.max_position_embeddings=16",
-        "train.batch_size=4", "train.max_steps=3", "train.eval_examples=8",
-        "train.max_minutes=0", "train.milestones=()", f"train.out_dir={tmp_path / 'run'}"])
+    cfg = apply_overrides(preset("tiny"), [
+        f"data.prepared={tmp_path / 'data'}", "data.corpus=/nonexistent", "train.max_steps=3",
+        f"train.out_dir={tmp_path / 'run'}"])
     summary = pretrain(cfg, progress=False)
     saved = WordPieceTokenizer.load(Path(summary["checkpoint"]))
     assert saved.tokens == WordPieceTokenizer.from_vocab_file(vocab).tokens

@@ -7,6 +7,7 @@ a full disk, SIGTERM) and checks the user's bytes after the command against thei
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -102,19 +103,39 @@ def test_lessons_never_write_through_a_link(tmp_path, capsys):
     dangling = course / "notebooks" / "01_text_to_examples.ipynb"
     dangling.symlink_to(outside / "created-through-the-link")
     (course / "notebooks" / "README.md").symlink_to(outside / "precious.txt")
-    code, _, err = run_cli(capsys, "lessons", course)
-    one_error(code, err, "already exist")
-    assert not (outside / "created-through-the-link").exists()
-    assert run_cli(capsys, "lessons", course, "--force")[0] == 0
-    assert (outside / "precious.txt").read_text() == "mine"  # the link went, not its target
-    assert not (outside / "created-through-the-link").exists()
-    assert not dangling.is_symlink() and dangling.stat().st_size > 1000
+    for force in ([], ["--force"]):  # a link is never the tool's: --force replaces only its own
+        one_error(*run_cli(capsys, "lessons", course, *force)[::2], "01_text_to_examples.ipynb",
+                  "symbolic link")
+    assert (outside / "precious.txt").read_text() == "mine"
+    assert sorted(p.name for p in outside.iterdir()) == ["precious.txt"]
+    assert dangling.is_symlink() and not (course / ".minielectra-files.json").exists()
     # A folder of the course that is a link elsewhere is refused, even with --force.
     other = tmp_path / "other"
     other.mkdir()
     (other / "tutorial").symlink_to(outside, target_is_directory=True)
     one_error(*run_cli(capsys, "lessons", other, "--force")[::2], "tutorial", "symbolic link")
     assert sorted(p.name for p in outside.iterdir()) == ["precious.txt"]
+
+
+def test_lessons_force_replaces_only_what_lessons_wrote(tmp_path, capsys):
+    course = tmp_path / "course"
+    assert run_cli(capsys, "lessons", course)[0] == 0
+    notebook = course / "notebooks" / "01_text_to_examples.ipynb"
+    shipped = notebook.read_bytes()
+    notebook.write_text("my edits")
+    (course / "notebooks" / "mine.ipynb").write_text("my own notebook")  # not a lesson's name
+    one_error(*run_cli(capsys, "lessons", course)[::2], "already exist", "--force")
+    assert notebook.read_text() == "my edits"
+    assert run_cli(capsys, "lessons", course, "--force")[0] == 0  # its own file, as asked
+    assert notebook.read_bytes() == shipped
+    assert (course / "notebooks" / "mine.ipynb").read_text() == "my own notebook"
+    # A learner's folder without the record: the same names are theirs, even with --force.
+    theirs = tmp_path / "theirs"
+    (theirs / "notebooks").mkdir(parents=True)
+    (theirs / "notebooks" / "01_text_to_examples.ipynb").write_text("my notebook")
+    one_error(*run_cli(capsys, "lessons", theirs, "--force")[::2],
+              "notebooks/01_text_to_examples.ipynb", "did not write")
+    assert (theirs / "notebooks" / "01_text_to_examples.ipynb").read_text() == "my notebook"
 
 
 def test_a_run_never_writes_through_its_lock_or_log_links(tmp_path, capsys, cache):
@@ -124,12 +145,12 @@ def test_a_run_never_writes_through_its_lock_or_log_links(tmp_path, capsys, cach
     for name in ("run.lock", "metrics.jsonl", "config.json"):
         (outside / name).write_text(f"my {name}")
         (run / name).symlink_to(outside / name)
-    code, _, err = run_cli(capsys, "pretrain", *TINY, "--max-steps", "2", "--out", run)
-    assert code == 0, err
+    one_error(*run_cli(capsys, "pretrain", *TINY, "--max-steps", "2", "--out", run)[::2],
+              "config.json", "symbolic link")
     for name in ("run.lock", "metrics.jsonl", "config.json"):
         assert (outside / name).read_text() == f"my {name}", name
-        assert not (run / name).is_symlink()
-    assert (run / "metrics.jsonl").read_text().count("\n") >= 1
+        assert (run / name).is_symlink()
+    assert sorted(p.name for p in run.iterdir()) == ["config.json", "metrics.jsonl", "run.lock"]
 
 
 def test_write_file_replaces_a_link_and_keeps_siblings_permissions(tmp_path):
@@ -231,7 +252,7 @@ def test_finetune_out_is_checked_before_training(tmp_path, capsys, monkeypatch):
 
 def _finetune_process(out: Path, log) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "minielectra", *FT, "--set",
-                             "finetune.epochs=1000", "--out", str(out)],
+                             "finetune.epochs=100000", "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=log, text=True)
 
 
@@ -255,7 +276,8 @@ def test_a_second_finetune_is_refused_and_sigterm_keeps_the_first_model(model, t
     log = open(tmp_path / "stderr.txt", "w+")
     proc = _finetune_process(out, log)
     try:
-        _wait(lambda: "seed 0" in (tmp_path / "stderr.txt").read_text(), proc, log)  # training
+        # training: the first holds the lock (its progress lines may come only at the end)
+        _wait(lambda: f"pid {proc.pid} on " in (out / "run.lock").read_text(), proc, log)
         line = one_error(*run_cli(capsys, *FT, "--out", out)[::2],
                          f"in use by another fine-tuning (pid {proc.pid} on ")
         proc.send_signal(signal.SIGTERM)
@@ -472,12 +494,12 @@ def test_the_mlm_objectives_export_keeps_its_mlm_head(tmp_path):
     import torch
     from minielectra.config import ModelConfig, ObjectiveConfig
     from minielectra.model import hf
-    from minielectra.model.electra import Electra
+    from minielectra.objectives.compute import build_model
     torch.manual_seed(0)
     cfg = ModelConfig(vocab_size=60, embedding_size=16, hidden_size=32, num_layers=2,
                       num_heads=2, intermediate_size=64, max_position_embeddings=20,
                       generator_size=0.5, cls_token_id=2, sep_token_id=3, mask_token_id=4)
-    model = Electra(cfg, ObjectiveConfig(name="mlm")).eval()
+    model = build_model(cfg, ObjectiveConfig(name="mlm")).eval()
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.1 * torch.randn(p.shape))
@@ -521,3 +543,161 @@ def test_the_same_seed_with_fresh_caches_gives_the_same_weights(tmp_path, capsys
         weights.append(load_file(out / "checkpoints" / "step_0000002" / "model.safetensors"))
     assert weights[0].keys() == weights[1].keys()
     assert all(weights[0][k].equal(weights[1][k]) for k in weights[0])
+
+
+# ------------------------------------------------------------------------------ squad as documented
+
+
+@pytest.mark.parametrize("task, version", [("squad", "1.1"), ("squad_v2", "v2.0")])
+def test_finetune_squad_works_from_the_command_line_as_documented(task, version, tmp_path,
+                                                                  capsys, cache):
+    from test_squad import FACTS, fixture_file
+    train = fixture_file(tmp_path / f"train-v{version.lstrip('v')}.json", version)
+    dev = fixture_file(tmp_path / f"dev-v{version.lstrip('v')}.json", version)
+    out = tmp_path / "runs" / "squad"
+    code, stdout, err = run_cli(capsys, "finetune", "--task", task, "--train", train, "--dev",
+                                dev, "--out", out, "--set", "finetune.epochs=1",
+                                "--set", "finetune.max_seq_len=48")
+    assert code == 0, err
+    result = json.loads(stdout)
+    f1 = result["metrics"]["f1"]
+    assert f"finetune {task}: dev F1 {f1:.1f}" in err and f"model: {out}" in err
+    assert json.loads((out / "result.json").read_text())["metrics"] == result["metrics"]
+    argv = ["squad-eval", dev, out / "predictions.json"]
+    if task == "squad_v2":
+        argv += ["--na-prob-file", out / "na_probs.json"]
+    code, stdout, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert json.loads(stdout)["f1"] == pytest.approx(f1)  # the official script's own reading
+    context, question, _ = FACTS[0]
+    code, stdout, err = run_cli(capsys, "predict", "--model", out, question, context)
+    assert code == 0 and "answer" in json.loads(stdout), err
+
+
+# ------------------------------------------------------------------------------ full disks
+
+
+def _fill(disk: Path) -> None:
+    """Fill ``disk`` (a tmpfs) to the last byte."""
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for size in (1 << 16, 1 << 10, 1):  # unbuffered: each write takes what still fits
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * size)
+    finally:
+        os.close(fd)
+
+
+def test_a_full_disk_at_the_start_of_pretraining_is_said_as_such(tiny_disk, capsys, cache):
+    """The clean-up of a refused start (the run.lock it made, the folder) never hides the
+    error that refused it."""
+    _fill(tiny_disk)
+    run = tiny_disk / "run"
+    line = one_error(*run_cli(capsys, "pretrain", *TINY, "--max-steps", "1", "--out",
+                              run)[::2], "No space left on device")
+    assert "not empty" not in line
+    assert sorted(p.name for p in tiny_disk.iterdir()) == ["filler"]
+
+
+def test_a_full_disk_in_a_checkpoint_write_names_the_file(tmp_path, capsys, cache):
+    """A 2 MB disk holds the run and the weights (1.1 MB), not the optimiser state (2.2 MB)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
+                                            str(disk)], capture_output=True).returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        run = disk / "run"
+        one_error(*run_cli(capsys, "pretrain", *TINY, "--max-steps", "2", "--out", run)[::2],
+                  f"{run / 'checkpoints' / 'step_0000002' / 'trainer_state.pt'}: No space left")
+        assert not list((run / "checkpoints").iterdir())  # no half checkpoint, no leftovers
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+# ------------------------------------------------------------------------------ checkpoints
+
+
+def test_a_sum_naming_a_file_outside_is_refused_and_the_file_never_read(tmp_path, monkeypatch):
+    from minielectra.data import files
+    from minielectra.model.storage import BUNDLED, DamagedCheckpointError, verify_checksums
+    ckpt = Path(shutil.copytree(BUNDLED, tmp_path / "ckpt"))
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(b"the user's")
+    (ckpt / "linked.bin").symlink_to(secret)
+    read, real = [], files.file_sha256
+    monkeypatch.setattr(files, "file_sha256", lambda p: read.append(Path(p)) or real(p))
+    for name in ("../secret.bin", str(secret), "linked.bin", "sub/../../secret.bin"):
+        data = json.loads((BUNDLED / "checksums.json").read_text())
+        data["sha256"][name] = real(secret)  # the true sum: hashed, it would match
+        (ckpt / "checksums.json").write_text(json.dumps(data))
+        with pytest.raises(DamagedCheckpointError, match="names a file outside"):
+            verify_checksums(ckpt)
+        with pytest.raises(DamagedCheckpointError, match="names a file outside"):
+            verify_checksums(ckpt, ["model.safetensors"])  # whichever files are asked for
+    assert all(p.resolve() != secret.resolve() for p in read), read
+
+
+def test_identical_runs_write_identical_bytes(tmp_path):
+    """safetensors wrote its metadata in a hash map's order, seeded afresh in each process."""
+    runs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed,
+               "MINIELECTRA_CACHE": str(tmp_path / f"cache{seed}")}
+        out = tmp_path / f"run{seed}"
+        subprocess.run([sys.executable, "-m", "minielectra", "pretrain", *TINY, "--max-steps",
+                        "2", "--out", str(out)], env=env, check=True, capture_output=True)
+        runs.append(out / "checkpoints" / "step_0000002")
+    for name in ("model.safetensors", "checksums.json"):
+        assert (runs[0] / name).read_bytes() == (runs[1] / name).read_bytes(), name
+    from safetensors import safe_open  # and the file is still one safetensors reads
+    with safe_open(runs[0] / "model.safetensors", "pt") as f:
+        assert f.metadata()["format"] == "pt" and len(list(f.keys())) > 10
+
+
+def test_a_reader_never_sees_a_checkpoint_that_pruning_is_deleting(tmp_path, monkeypatch):
+    """Pruning deletes a checkpoint file by file; renamed first, a reader never lists it."""
+    from minielectra.config import TrainConfig
+    from minielectra.training import checkpoints
+    run = tmp_path / "run"
+    for step in (1, 2, 3):
+        ckpt = run / "checkpoints" / f"step_{step:07d}"
+        ckpt.mkdir(parents=True)
+        for name in ("model.safetensors", "config.json", checkpoints.STATE_FILE):
+            (ckpt / name).write_text("x")
+    real = shutil.rmtree
+
+    def rmtree_then_look(path, *a, **k):
+        (Path(path) / "model.safetensors").unlink()  # the first file is gone...
+        listed = [p for _, p in checkpoints.list_checkpoints(run)]  # ...and a reader looks
+        assert all((p / "model.safetensors").is_file() for p in listed), listed
+        real(path, *a, **k)
+    monkeypatch.setattr(checkpoints.shutil, "rmtree", rmtree_then_look)
+    t = TrainConfig(max_steps=3, save_every=1, keep_last=1, milestones=())
+    deleted = checkpoints.prune_checkpoints(run, t)
+    assert [p.name for p in deleted] == ["step_0000001", "step_0000002"]
+    assert [p.name for p in (run / "checkpoints").iterdir()] == ["step_0000003"]
+
+
+def test_evaluate_reads_the_newest_checkpoint_when_the_one_it_picked_is_pruned(tmp_path,
+                                                                              capsys, cache,
+                                                                              monkeypatch):
+    """What a run that saves step 4 and prunes step 2 does to an `evaluate --checkpoint RUN`
+    that picked step 2 a moment before."""
+    from minielectra.model import checkpoint as model_checkpoint
+    run = tmp_path / "run"
+    assert run_cli(capsys, "pretrain", *TINY, "--max-steps", "2", "--out", run)[0] == 0
+    old, new = (run / "checkpoints" / f"step_{s:07d}" for s in (2, 4))
+    real = model_checkpoint.load_pretrained
+
+    def pruned_while_read(path, *a, **k):
+        if Path(path) == old and not new.exists():
+            shutil.copytree(old, new)  # the run saves step 4...
+            shutil.rmtree(old)  # ...and prunes step 2
+            raise FileNotFoundError(f"{old} has no model.safetensors")
+        return real(path, *a, **k)
+    monkeypatch.setattr(model_checkpoint, "load_pretrained", pruned_while_read)
+    code, stdout, err = run_cli(capsys, "evaluate", "--checkpoint", run, "--max-examples", 8)
+    assert code == 0, err
+    assert json.loads(stdout)["checkpoint"] == str(new)

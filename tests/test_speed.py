@@ -42,14 +42,9 @@ def corpus_file(tmp_path_factory, write_tiny_corpus):
 
 
 def tiny(corpus_file, out, *overrides):
-    return apply_overrides(preset("nano"), [
+    return apply_overrides(preset("tiny"), [
         f"data.corpus={corpus_file}", f"data.cache_dir={out.parent / 'cache'}",
-        "data.vocab_size=64", "data.max_seq_len=16", "data.held_out_fraction=0.2",
-        "data.num_workers=1", "model.embedding_size=8", "model.hidden_size=16",
-        "model.num_layers=1", "model.num_heads=2", "model.intermediate_size=32",
-        "model.max_position_embeddings=16", "model.generator_size=0.5", "train.batch_size=4",
-        "train.max_steps=8", "train.warmup_steps=2", "train.eval_examples=8",
-        "train.max_minutes=0", "train.milestones=()", f"train.out_dir={out}", *overrides])
+        "train.max_steps=8", "train.log_every=10", f"train.out_dir={out}", *overrides])
 
 
 class SyncCounter(TorchDispatchMode):

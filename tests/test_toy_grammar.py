@@ -97,3 +97,17 @@ def test_cli_runs_toy_grammar_and_refuses_bad_sizes(tmp_path, capsys):
     code = main(["experiment", "toy-grammar", "--words-per-class", "0", "--out",
                  str(tmp_path / "bad")])
     assert code != 0 and "--words-per-class" in capsys.readouterr().err
+
+
+def test_loss_position_grids_are_labelled_with_their_shares():
+    """The interactive grids say what the static picture says: each objective's name and the
+    share of tokens with a loss, counted here from the grid."""
+    mlm = torch.tensor([[1, 2, 1, 1, 0], [1, 1, 1, 2, 1]])  # 2 of 9 tokens carry a loss
+    electra = 2 * (mlm > 0).long()
+    fig = toy.loss_positions_figure({"MLM": mlm, "ELECTRA": electra}, title="t")
+    labels = [a.text for a in fig.layout.annotations]
+    assert labels == [f"MLM: {2 / 9:.0%} of tokens", "ELECTRA: 100% of tokens"]
+    assert [t.name for t in fig.data] == ["MLM", "ELECTRA"]
+    assert fig.data[1].x0 >= mlm.shape[1]  # side by side, not on top of each other
+    svg = toy.loss_positions_svg({"MLM": mlm, "ELECTRA": electra}, title="t")
+    assert all(label in svg for label in labels)  # the picture and the figure agree

@@ -37,16 +37,9 @@ def cache_dir(tmp_path_factory) -> Path:
 
 
 def tiny_run(corpus_file, cache_dir, out_dir, *overrides) -> RunConfig:
-    cfg = preset("nano")
-    return apply_overrides(cfg, [
-        f"data.corpus={corpus_file}", f"data.cache_dir={cache_dir}", "data.vocab_size=64",
-        "data.max_seq_len=16", "data.held_out_fraction=0.2", "data.num_workers=1",
-        "model.embedding_size=8", "model.hidden_size=16", "model.num_layers=1",
-        "model.num_heads=2", "model.intermediate_size=32", "model.max_position_embeddings=16",
-        "model.generator_size=0.5", "model.dropout=0.1", "model.attention_dropout=0.1",
-        "train.batch_size=4", "train.max_steps=6", "train.warmup_steps=2", "train.log_every=1",
-        "train.eval_examples=8", "train.max_minutes=0", "train.save_every=0",
-        "train.milestones=()", f"train.out_dir={out_dir}", *overrides])
+    return apply_overrides(preset("tiny"), [
+        f"data.corpus={corpus_file}", f"data.cache_dir={cache_dir}", "model.dropout=0.1",
+        "model.attention_dropout=0.1", f"train.out_dir={out_dir}", *overrides])
 
 
 def weights(path) -> dict[str, torch.Tensor]:

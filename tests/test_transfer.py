@@ -17,12 +17,8 @@ from minielectra.model.gdes import plain_state_dict
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research"))
 import transfer  # noqa: E402  (research/transfer.py)
 
-TINY = ["data.vocab_size=64", "data.max_seq_len=16", "data.held_out_fraction=0.2",
-        "data.num_workers=1", "model.embedding_size=8", "model.hidden_size=16",
-        "model.num_layers=2", "model.num_heads=2", "model.intermediate_size=32",
-        "model.max_position_embeddings=32", "model.generator_size=0.5", "train.batch_size=4",
-        "train.eval_examples=8", "train.log_every=2", "finetune.max_seq_len=16",
-        "finetune.eval_batch_size=64"]
+TINY = ["model.num_layers=2", "model.max_position_embeddings=32", "train.log_every=2",
+        "finetune.max_seq_len=16", "finetune.eval_batch_size=64"]
 
 
 @pytest.fixture
@@ -30,7 +26,7 @@ def setup(write_tiny_corpus, tmp_path, glue_slice_dir, monkeypatch):
     monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(glue_slice_dir))
     torch.set_num_threads(1)
     corpus = write_tiny_corpus(tmp_path / "tiny.txt")
-    return dict(out=tmp_path / "exp", preset="nano", overrides=TINY + [
+    return dict(out=tmp_path / "exp", preset="tiny", overrides=TINY + [
         f"data.corpus={corpus}", f"data.cache_dir={tmp_path / 'cache'}"])
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from minielectra.cli import build_parser
 from minielectra.config import apply_overrides, preset
-from minielectra.finetune.classifier import FinetuneConfig, apply_finetune_overrides
+from minielectra.finetune.classifier import finetune_config
 from minielectra.usage import next_commands
 
 
@@ -31,7 +31,10 @@ def test_every_command_shows_an_example_that_parses(name):
 
 @pytest.mark.parametrize("name", sorted(commands()[1]))
 def test_every_option_has_a_help_line_with_its_default(name):
-    sub = commands()[1][name]
+    assert_help_lines_with_defaults(commands()[1][name], name)
+
+
+def assert_help_lines_with_defaults(sub: argparse.ArgumentParser, name: str) -> None:
     shown = sub.format_help()
     one_of = {a for g in sub._mutually_exclusive_groups if g.required for a in g._group_actions}
     for action in sub._actions:
@@ -44,6 +47,28 @@ def test_every_option_has_a_help_line_with_its_default(name):
             entry = options[options.index("\n  " + action.option_strings[0]) + 3:]
             entry = entry[:entry.index("\n  -") if "\n  -" in entry else len(entry)]
             assert "default" in " ".join(entry.split()), f"{name} {flag}: no default shown"
+
+
+def experiments() -> dict[str, argparse.ArgumentParser]:
+    (names,) = commands()[1]["experiment"]._subparsers._group_actions
+    return names.choices
+
+
+@pytest.mark.parametrize("name", sorted(experiments()))
+def test_each_experiment_is_a_subcommand_with_only_its_own_flags(name):
+    sub = experiments()[name]
+    flags = {a.option_strings[-1] for a in sub._actions if a.option_strings} - {"--help"}
+    paper = name != "toy-grammar"
+    assert ("--budget" in flags, "--set" in flags, "--shard" in flags) == (paper,) * 3
+    assert ("--budgets" in flags) == (name == "efficiency")  # the one with several budgets
+    assert ("--words-per-class" in flags) == (not paper)
+    assert_help_lines_with_defaults(sub, f"experiment {name}")
+    examples = [line.strip() for line in sub.format_help().splitlines()
+                if line.strip().startswith(f"minielectra experiment {name} ")]
+    assert examples
+    for example in examples:
+        args = build_parser().parse_args(shlex.split(example)[1:])
+        assert (args.command, args.name) == ("experiment", name)
 
 
 @pytest.mark.parametrize("typo, suggestion", [
@@ -65,16 +90,16 @@ def test_a_key_with_nothing_close_lists_what_is_valid():
     with pytest.raises(KeyError, match=r"sections: \['data', 'model', 'objective', 'train'\]"):
         apply_overrides(preset("nano"), ["xyzzy.q=1"])
     with pytest.raises(KeyError, match="did you mean finetune.learning_rate"):
-        apply_finetune_overrides(FinetuneConfig(), ["train.learning_rate=1"])
+        finetune_config(["train.learning_rate=1"])
 
 
 def test_next_commands_parse():
     parser = build_parser()
-    lines = next_commands("runs/my run").splitlines()
-    assert lines[0] == "next:" and len(lines) == 4
+    lines = next_commands("runs/my run").replace("\\\n", " ").splitlines()
+    assert lines[0] == "next:" and len(lines) == 5
     for line in lines[1:]:
-        argv = shlex.split(line.split("#")[0])
-        assert argv[0] == "minielectra" and "runs/my run" in argv
+        argv = shlex.split(line, comments=True)
+        assert argv[0] == "minielectra" and any(a.startswith("runs/my run") for a in argv)
         parser.parse_args(argv[1:])
 
 

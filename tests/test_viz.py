@@ -8,6 +8,7 @@ called on ids rebuilt from the records' token strings.
 
 import html
 import json
+import re
 
 import numpy as np
 import pytest
@@ -15,7 +16,8 @@ import torch
 
 from minielectra.cli import main
 from minielectra.viz.scoring import load_checkpoint, parse_replacements, score_text, score_texts
-from minielectra.viz.strip import (MARKER_OFFSET, OUTCOMES, batch_heatmap, cell_text, join_words,
+from minielectra.viz.strip import (COLORSCALE, MARKER_OFFSET, OUTCOMES, STRIP_PLOT_WIDTH,
+                                   batch_heatmap, cell_text, fit_label, hidden_pieces, join_words,
                                    outcome, replaced_cells, token_strip, wrap)
 from minielectra.viz.show import FIGURE_WIDTH, widget_bundle
 from minielectra.viz.widget import PER_ROW, Explorer
@@ -153,8 +155,8 @@ def test_a_converted_transformers_checkpoint_scores_as_the_original(ckpt, tmp_pa
 
 def test_a_checkpoint_without_a_discriminator_is_refused(tmp_path, tiny_model_config):
     from minielectra.config import ObjectiveConfig
-    from minielectra.model.electra import Electra
-    Electra(tiny_model_config(), ObjectiveConfig(name="mlm")).save_pretrained(tmp_path / "mlm")
+    from minielectra.objectives.compute import build_model
+    build_model(tiny_model_config(), ObjectiveConfig(name="mlm")).save_pretrained(tmp_path / "mlm")
     with pytest.raises(ValueError, match="'mlm' objective: it has no discriminator"):
         load_checkpoint(tmp_path / "mlm")
 
@@ -233,8 +235,90 @@ def test_strip_of_model_records_shows_the_model_probabilities(ckpt):
     cells = wrap(records, 6)
     p = _disc_p(ckpt.model, [r["token"] for r in records], ckpt.tokenizer)
     np.testing.assert_allclose([fig.data[0].z[r][c] for r, c in cells], p.numpy(), rtol=1e-5)
-    tokens = [fig.data[0].text[r][c].split("<br>")[0] for r, c in cells]
+    tokens = [_shown(fig.data[0].text[r][c].split("<br>")[0]) for r, c in cells]
     assert tokens == [r["token"] for r in records]
+
+
+def _shown(label: str) -> str:
+    """What plotly writes for a label of its HTML subset: the tags dropped, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", "", label))
+
+
+def test_labels_escape_markup_once_and_leave_quotes_alone():
+    rec = _rec('"', 0.9, replaced=True, original="<b>&")
+    label = cell_text(rec)
+    assert "&quot;" not in label and '"' in label  # plotly would write &quot; as it is
+    assert "&lt;b&gt;&amp;" in label and "<b>&" not in label  # markup is text, escaped once
+    assert _shown(label.split("<br>")[0]) == '"' and _shown(label.split("<br>")[1]) == "(<b>&)"
+    fig = token_strip([rec])
+    hover = fig.data[0].hovertext[0][0]
+    assert "&quot;" not in hover and "<b>\"</b>" in hover
+    heat = batch_heatmap([[rec]])
+    assert "&quot;" not in heat.data[0].text[0][0] and "&quot;" not in heat.data[0].hovertext[0][0]
+
+
+def _luminance(rgb) -> float:
+    """WCAG relative luminance of an (r, g, b) colour in 0..255."""
+    def channel(c):
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(float(c)) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a, b) -> float:
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_outcome_markers_show_on_every_cell_colour_as_in_the_legend():
+    """Each marker's fill stands out from the scale's darkest red and darkest blue (WCAG contrast
+    >= 3), and its rim from a white cell; the legend draws the trace's own marker."""
+    import plotly.colors as pc
+    scale = pc.get_colorscale(COLORSCALE)
+    ends = [pc.unlabel_rgb(pc.convert_colors_to_same_type(c)[0][0]) for _, c in
+            (scale[0], scale[-1])] + [(255, 255, 255)]
+    fig = token_strip(_records())
+    for trace in fig.data[1:]:
+        fill = pc.unlabel_rgb(pc.convert_colors_to_same_type(trace.marker.color)[0][0])
+        rim = pc.unlabel_rgb(pc.convert_colors_to_same_type(trace.marker.line.color)[0][0])
+        assert min(_contrast(fill, e) for e in ends[:2]) >= 3, trace.name  # dark cells
+        assert _contrast(rim, ends[2]) >= 3, trace.name  # the rim on a white cell
+        assert trace.showlegend is not False and not trace.marker.symbol.endswith("-open")
+
+
+def test_long_words_fit_their_cells_and_lone_marks_are_large():
+    cell = STRIP_PLOT_WIDTH / 11
+    for word in ("the", "unbelievable", "electroencephalographically"):
+        label = fit_label(word, cell_px=cell)
+        size = int(re.search(r"font-size:(\d+)px", label).group(1)) if "font-size" in label \
+            else 14
+        shown = _shown(label)
+        assert 0.6 * size * len(shown) <= cell, (word, label)  # ~0.6 em a character
+        assert size >= 10 and (shown == word or (shown.endswith("\u2026") and
+                                                 word.startswith(shown[:-1])))
+    assert fit_label("the", cell_px=cell) == "the"
+    for mark in (".", ",", '"'):
+        label = fit_label(mark, cell_px=cell)
+        assert int(re.search(r"font-size:(\d+)px", label).group(1)) >= 20 and "<b>" in label
+
+
+def test_word_mode_refuses_a_replacement_it_would_hide(ckpt):
+    text = "the boring station was crowded ."
+    tokens = ckpt.tokenizer.convert_ids_to_tokens(ckpt.tokenizer.encode(text))
+    inner = next(i for i, t in enumerate(tokens) if t.startswith("##")) + 1  # a hidden piece
+    records = score_text(ckpt, text, replace={inner: "river"})
+    with pytest.raises(ValueError, match=f"position {inner} is the piece '{tokens[inner - 1]}' "
+                                         "of the word 'boring'"):
+        hidden_pieces(records, {inner: "river"})
+    with pytest.raises(ValueError, match="of the word 'boring'"):  # its first piece too
+        hidden_pieces(records, {inner - 1: "river"})
+    hidden_pieces(records, {1: "a", inner + 1: "town"})  # one-piece words: fine
+    ex = Explorer("bundled", text, words=True)
+    ex.replace.value = f"{inner}=river"
+    assert "of the word 'boring'" in ex.message.value and ex.records == []
+    ex.words.value = False  # the pieces shown: the same replacement is drawn
+    assert ex.message.value == "" and ex.records[inner - 1]["token"] == "river"
 
 
 def test_batch_heatmap_rows_and_ground_truth(ckpt):
@@ -299,6 +383,8 @@ def test_cli_writes_an_offline_page(tmp_path, capsys):
     (["--run", "{tmp}", "--out", "{tmp}/x.html"], "no metrics.jsonl"),
     (["--run", "{tmp}", "--json"], "--run DIR writes a page"),
     (["--checkpoint", "{tmp}", "--text", "a", "--json"], "not a checkpoint directory"),
+    (["--text", "the boring station", "--words", "--replace", "3=dog", "--out", "{tmp}/x.html"],
+     "position 3 is the piece '##ring' of the word 'boring'"),
 ])
 def test_cli_bad_input_is_one_line_naming_it(tmp_path, capsys, argv, message):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
@@ -341,6 +427,11 @@ def test_explorer_clears_the_strip_on_bad_input_and_says_why_there():
     ex.checkpoint.value, ex.replace.value = "bundled", ""
     assert ex.message.value == "" and ex.records == score_text(load_checkpoint("bundled"), TEXT)
     assert ex.figure.data[0].type == "heatmap"
+    # What the page draws is the widget's one output: the new strip, no error note left over.
+    output, = ex.view.widget.outputs
+    drawn = output["data"]["application/vnd.plotly.v1+json"]
+    assert drawn["data"][0]["type"] == "heatmap"
+    assert not [a for a in drawn["layout"].get("annotations", []) if "no strip" in a["text"]]
 
 
 def test_explorer_fits_the_column_and_its_button_its_label():
@@ -354,3 +445,29 @@ def test_explorer_fits_the_column_and_its_button_its_label():
     bundle = widget_bundle(ex.widget, "x")  # what a reader without the kernel sees
     assert bundle["text/plain"] == "x" and "VBox" not in bundle["text/plain"]
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.widget.model_id
+
+
+def test_explorer_state_lives_in_the_kernel_for_a_reload(ckpt):
+    """A reloaded page asks the kernel for every widget's state: the explorer's figure must be
+    there as last drawn, not as first shown."""
+    ex = Explorer("bundled", TEXT, seed=0)
+    ex.replace.value = "2=dog"
+    state = ex.view.widget.get_state()
+    shown = state["outputs"][0]["data"]["application/vnd.plotly.v1+json"]
+    assert shown["data"][0]["text"][0][1] == "dog<br><i>(cat)</i>"
+    assert [w.model_id for w in ex.widget.children][-1] == ex.view.widget.model_id
+
+
+def test_span_figure_keeps_its_legend_and_label_off_the_bars():
+    """The SQuAD view: a P(start) of 1 reaches the top of the axis; the legend sits wholly above
+    the plot (anchored at its bottom edge) and the axis leaves room over 1 for the span's label."""
+    from minielectra.viz.squad import span_figure
+    view = {"tokens": ["the", "bro", "##ncos", "won", '"', "."], "p_start": [1, 0, 0, 0, 0, 0],
+            "p_end": [0, 0, 1, 0, 0, 0], "p_start_null": 0.0, "p_end_null": 0.0,
+            "answer_tokens": [0, 2]}
+    fig = span_figure(view, title="Who won?")
+    legend = fig.layout.legend
+    assert legend.yanchor == "bottom" and legend.y >= 1  # outside the plot area, above it
+    assert fig.layout.yaxis.range[1] > 1.1  # bars of 1 leave room for "answer" above them
+    assert fig.layout.margin.t >= 90  # the title and the legend both fit over the plot
+    assert list(fig.layout.xaxis.ticktext) == ["the", "bro", "##ncos", "won", '"', "."]

@@ -42,16 +42,10 @@ def run(tmp_path_factory):
     docs = ["\n".join(" ".join(rng.choices(WORDS, k=rng.randint(4, 12)))
                       for _ in range(rng.randint(3, 6))) for _ in range(40)]
     (root / "tiny.txt").write_text("\n\n".join(docs) + "\n")
-    cfg = apply_overrides(preset("nano"), [
+    cfg = apply_overrides(preset("tiny"), [
         f"data.corpus={root / 'tiny.txt'}", f"data.cache_dir={root / 'cache'}",
-        "data.vocab_size=128", "data.max_seq_len=16", "data.held_out_fraction=0.2",
-        "data.num_workers=1", "model.embedding_size=8", "model.hidden_size=16",
-        "model.num_layers=1", "model.num_heads=2", "model.intermediate_size=32",
-        "model.max_position_embeddings=16", "model.generator_size=0.5",
-        "train.batch_size=4", "train.max_steps=6", "train.warmup_steps=2", "train.log_every=1",
-        "train.eval_every=2", "train.eval_examples=8", "train.max_minutes=0",
-        "train.save_every=2", "train.keep_last=1", "train.keep_every=1", "train.milestones=()",
-        f"train.out_dir={root / 'run'}"])
+        "data.vocab_size=128", "train.eval_every=2", "train.save_every=2", "train.keep_last=1",
+        "train.keep_every=1", f"train.out_dir={root / 'run'}"])
     live = LiveReport(every_s=3600.0)  # redraws only at evaluations, as a slow notebook would
     pretrain(cfg, progress=False, on_record=live)
     return root / "run", live
@@ -170,6 +164,9 @@ def test_live_report_redraws_on_evaluations_and_when_due():
     live.every_s = 0.0
     live(dict(train, step=20, gen_loss=2.5))
     assert live.figure.data[0].y == (3.0, 2.5)
+    # The widget's state (what a reloaded page draws) is the figure drawn last.
+    shown = live.widget.get_state()["outputs"][0]["data"]["application/vnd.plotly.v1+json"]
+    assert shown["data"][0]["y"] == [3.0, 2.5]
 
 
 def _title_extent(fig, note) -> tuple[float, float]:
@@ -210,7 +207,7 @@ def test_report_panels_say_they_are_empty_until_their_first_record():
 
 
 def test_report_shows_a_line_not_its_repr_without_a_kernel():
-    bundle = widget_bundle(LiveReport().figure, "live curves")
+    bundle = widget_bundle(LiveReport().widget, "live curves")
     assert bundle["text/plain"] == "live curves"
     assert "application/vnd.jupyter.widget-view+json" in bundle
 

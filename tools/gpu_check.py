@@ -70,6 +70,7 @@ import torch  # noqa: E402
 from gpu import graph, lessons, numerics, runs, speed, variants  # noqa: E402
 from gpu.common import Context, versions  # noqa: E402
 from gpu.pack import install_wheels, pack  # noqa: E402
+from minielectra.safeio import write_file  # noqa: E402
 
 # number: (what, the function, minutes it is expected to take on an H100, for planning calls).
 # Compiling ELECTRA-Small takes about a minute on the machine's 16 cores; each figure is measured
@@ -107,9 +108,7 @@ def load(path: Path) -> dict:
 def save(results: dict, path: Path, copy_to: Path | None) -> None:
     """Write whole or not at all (a killed call leaves the previous file), then copy out."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_file(path, json.dumps(results, indent=1) + "\n")  # never through a link
     if copy_to is not None:
         copy_to.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, copy_to / path.name)

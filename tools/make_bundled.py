@@ -33,6 +33,7 @@ from minielectra.model.checkpoint import save_pretrained
 from minielectra.model.storage import BUNDLED
 from minielectra.training.checkpoints import resolve_checkpoint
 from minielectra.training.evaluate import evaluate
+from minielectra.safeio import write_file
 from minielectra.viz.report import read_metrics, series
 
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> dict:
         card_text = card.read_text() if card.is_file() else None
         target = save_pretrained(model, BUNDLED, extra_files=extra)
         if card_text is not None:
-            card.write_text(card_text)
+            write_file(card, card_text)
     facts = {
         "checkpoint": str(checkpoint), "installed": None if args.dry_run else str(target),
         "steps": step, "train_seconds": round(60 * checkpoint_minutes(str(checkpoint)), 1),

@@ -31,11 +31,11 @@ from typing import Iterator
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from ..safeio import remove_stale_builds
 from .corpus import default_cache_dir, open_corpus
 from .documents import Corpus
+from ..progress import progress_bar
 from .examples import BuildSettings, _id_dtype, build_chunk
 from .files import first_damaged, sha256_sums
 from .tokenizer import WordPieceTokenizer
@@ -281,7 +281,7 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
             yield doc
 
     chunks = _chunks(counted(corpus.documents()), CHUNK_CHARS)
-    with tqdm(desc=f"examples {corpus.name}", unit="char", unit_scale=True,
+    with progress_bar(desc=f"examples {corpus.name}", unit="char", unit_scale=True,
               disable=not progress) as bar:
         c = write_arrays(directory, _map_chunks(chunks, tokenizer, settings, workers),
                          vocab_size=tokenizer.vocab_size, max_seq_len=n, on_chunk=bar.update)

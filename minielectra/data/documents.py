@@ -46,6 +46,24 @@ class ReadStats:
                 "replaced_by_file": dict(sorted(self.replaced.items()))}
 
 
+def not_text(head: bytes) -> str | None:
+    """Why a file starting with ``head`` is not UTF-8 text (None: it may be): text never holds
+    NUL bytes; UTF-16 and UTF-32 text does, and says so by its byte-order mark or its pattern."""
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32 text (its byte-order mark), not UTF-8: save it as UTF-8"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text (its byte-order mark), not UTF-8: save it as UTF-8"
+    if b"\0" not in head:
+        return None
+    if not head.strip(b"\0"):
+        return f"only NUL bytes ({len(head)} read), no text: a file never written, or wiped"
+    for zeros, chars in ((head[1::2], head[0::2]), (head[0::2], head[1::2])):  # LE, BE
+        printable = sum(32 <= c < 127 or c in b"\t\n\r" for c in chars)
+        if len(head) >= 8 and zeros.count(0) > 0.9 * len(zeros) and printable > 0.9 * len(chars):
+            return "UTF-16 text (every other byte is NUL), not UTF-8: save it as UTF-8"
+    return f"a binary file, not text (a NUL byte at byte {head.index(0)})"
+
+
 def _open_binary(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
@@ -55,8 +73,9 @@ def _read_lines(path: Path, stats: ReadStats) -> Iterator[str]:
     stats.files.add(str(path))
     try:
         with _open_binary(path) as f:
-            if b"\x00" in f.read(8192):  # text never contains NUL; images/archives/.npy do
-                raise ValueError("binary content (NUL bytes; or UTF-16/32 text)")
+            why = not_text(f.read(8192))  # images, archives, .npy, UTF-16 text
+        if why is not None:
+            raise ValueError(why)
     except (OSError, EOFError, ValueError) as e:
         stats.skipped[str(path)] = str(e)
         log.warning("corpus: skipped %s: %s", path, e)
@@ -127,10 +146,19 @@ def _wikitext_documents(lines: Iterable[str]) -> Iterator[list[str]]:
 
 
 def _file_documents(paths: list[Path], stats: ReadStats) -> Iterator[list[str]]:
+    """The documents of every file; when not one file could be read, the reason is an error
+    (naming the first file), not an empty corpus."""
+    read = 0
     for path in paths:
         lines = _read_lines(path, stats)
         reader = _wikitext_documents if _WIKITEXT_FILE.search(path.name) else _official_documents
-        yield from reader(lines)
+        for doc in reader(lines):
+            read += 1
+            yield doc
+    skipped = [str(p) for p in paths if str(p) in stats.skipped]
+    if not read and skipped and len(skipped) == len(paths):
+        more = f" (and the other {len(skipped) - 1} file(s) too)" if len(skipped) > 1 else ""
+        raise ValueError(f"corpus {skipped[0]}: {stats.skipped[skipped[0]]}{more}")
 
 
 # ----------------------------------------------------------------------------------- a corpus

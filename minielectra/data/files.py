@@ -29,10 +29,24 @@ def sha256_sums(directory: str | Path, names: Iterable[str]) -> dict[str, str]:
     return {name: file_sha256(Path(directory) / name) for name in names}
 
 
+def outside(directory: str | Path, name: str) -> bool:
+    """Whether the entry ``name`` of a sums file points out of ``directory``: an absolute path,
+    a ``..`` part, or a link (the entry or a folder on its way) that resolves elsewhere."""
+    if not isinstance(name, str) or not name or Path(name).is_absolute() or "\\" in name \
+            or ".." in Path(name).parts:
+        return True
+    root = Path(directory).resolve()
+    return not (root / name).resolve().is_relative_to(root)
+
+
 def first_damaged(directory: str | Path, sums: Mapping[str, str]) -> str | None:
     """The first file of ``sums`` that is missing or whose content changed, with what is wrong
-    (``"<path>: damaged ..."``); None when every file matches."""
+    (``"<path>: damaged ..."``); None when every file matches. An entry naming a file outside
+    ``directory`` is damage too, and that file is never read."""
     for name, expected in sums.items():
+        if outside(directory, name):
+            return (f"{Path(directory) / 'checksums.json'}: damaged (its entry {name!r} names a "
+                    "file outside the folder, which is never read)")
         path = Path(directory) / name
         if not path.is_file():
             return f"{path}: missing"

@@ -7,8 +7,10 @@ the chunks they hold are read past without tokenising, and the shard that was be
 redone. Because a chunk's examples depend only on (seed, chunk index), the resumed output is
 byte for byte the uninterrupted one. Memory stays bounded (a few chunks in flight per worker).
 
-Layout of ``--out DIR``::
+Layout of ``--out DIR`` (locked while a ``prepare`` writes it; any other file in the way, one
+no ``prepare`` wrote there by the folder's record, is refused: :mod:`minielectra.ownership`)::
 
+    .minielectra-files.json   the record of what minielectra wrote here
     prepare.json              the settings (corpus, tokenizer, builder) and each split's totals
     vocab.txt, tokenizer_config.json      the tokenizer (``pretrain --data`` uses it)
     train/shard_00000/        input_ids.npy, token_type_ids.npy, lengths.npy, metadata.json
@@ -20,6 +22,7 @@ then serves it (each data-parallel rank reads only the rows of its slice of ever
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import logging
@@ -30,12 +33,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from ..safeio import check_out_dir
+from ..ownership import Layout, claim, refuse_overlap
+from ..safeio import FolderLock, check_out_dir, read_json, write_file
 from .corpus import find_data_dir, open_corpus
 from .dataset import (CHUNK_CHARS, FORMAT_VERSION, PretrainingDataset, _chunks, _map_chunks,
                       write_arrays)
+from ..progress import progress_bar
 from .examples import BuildSettings
 from .tokenizer import WordPieceTokenizer
 
@@ -46,6 +50,8 @@ SPLITS = ("train", "heldout")
 # an interruption loses at most one shard's work.
 CHUNKS_PER_SHARD = 64
 BERT_NAMES = ("bert-base-uncased", "bert-uncased")
+PREPARED = Layout("prepare", ("prepare.json", "vocab.txt", "tokenizer_config.json", *SPLITS),
+                  lambda folder: "key" in read_json(folder / "prepare.json"))
 
 
 # ------------------------------------------------------------------------------ the tokenizer
@@ -90,14 +96,19 @@ def _write_shard(root: Path, index: int, results, *, first_chunk: int, tokenizer
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    c = write_arrays(tmp, results, vocab_size=tokenizer.vocab_size, max_seq_len=n)
+    try:
+        c = write_arrays(tmp, results, vocab_size=tokenizer.vocab_size, max_seq_len=n)
+    except OSError as e:  # a full disk: a buffered write names no file, so name the shard
+        if e.filename or e.errno != errno.ENOSPC:
+            raise
+        raise OSError(e.errno, e.strerror, str(final)) from None
     meta = {"split": split, "corpus": f"shard {index} of {split}", "max_seq_len": n,
             "vocab_size": tokenizer.vocab_size, "num_examples": c["num_examples"],
             "first_chunk": first_chunk, "chunks": c["chunks"], "num_chars": c["num_chars"],
             "text_tokens": c["text_tokens"], "kept_text_tokens": c["kept_text_tokens"],
             "example_tokens": c["example_tokens"],
             "bytes": sum(f.stat().st_size for f in tmp.iterdir())}
-    (tmp / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_file(tmp / "metadata.json", json.dumps(meta, indent=2) + "\n")
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     return meta
@@ -121,7 +132,7 @@ def _prepare_split(corpus, tokenizer, settings: BuildSettings, root: Path, *, sp
         log.info("prepare %s: resuming after %d finished shard(s) (%d chunks)", split, kept, skip)
     results = _map_chunks(chunks, tokenizer, settings, workers, start=skip)
     index = kept
-    with tqdm(desc=f"prepare {split}", unit="char", unit_scale=True, initial=skipped_chars,
+    with progress_bar(desc=f"prepare {split}", unit="char", unit_scale=True, initial=skipped_chars,
               disable=not progress) as bar:
         while True:
             group = list(_counted(itertools.islice(results, chunks_per_shard), bar))
@@ -140,7 +151,7 @@ def _prepare_split(corpus, tokenizer, settings: BuildSettings, root: Path, *, sp
     if totals["num_examples"] == 0:
         raise ValueError(f"prepare: the {split} split of {corpus.name!r} gave no examples")
     summary = {"split": split, "shards": index, **totals}
-    done_path.write_text(json.dumps(summary, indent=2) + "\n")
+    write_file(done_path, json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -162,6 +173,8 @@ def prepare(corpus: str, *, out, tokenizer: str = "bert-base-uncased", max_seq_l
     if max_seq_len < 5 or chunks_per_shard < 1:
         raise ValueError("max_seq_len must be >= 5 and chunks_per_shard >= 1")
     check_out_dir(out)  # a file, or a folder that cannot be written: said before any work
+    for part in [corpus] if Path(corpus).exists() else corpus.split("+"):
+        refuse_overlap(out, {"--corpus": part, "--tokenizer": tokenizer})
     start = time.perf_counter()
     source = open_corpus(corpus, data_dir=data_dir, cache_dir=cache_dir)
     tok = load_tokenizer(tokenizer, data_dir=data_dir)
@@ -170,34 +183,37 @@ def prepare(corpus: str, *, out, tokenizer: str = "bert-base-uncased", max_seq_l
            "held_out_fraction": held_out_fraction, "tokenizer": tok.settings,
            "chunk_chars": CHUNK_CHARS, "chunks_per_shard": chunks_per_shard, **asdict(settings)}
     out = Path(out)
-    _claim(out, key)
-    tok.save(out)
-    parts = dict(zip(SPLITS, source.split(held_out_fraction)))
-    workers = num_workers or os.cpu_count() or 1
-    splits = {split: _prepare_split(parts[split], tok, settings, out / split, split=split,
-                                    chunks_per_shard=chunks_per_shard, workers=workers,
-                                    progress=progress) for split in SPLITS}
-    manifest = {"key": key, "corpus": source.name, "tokenizer": tokenizer, "splits": splits,
-                "seconds": round(time.perf_counter() - start, 1)}
-    (out / "prepare.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    claim(out, PREPARED, ("prepare.json", "vocab.txt", "tokenizer_config.json",
+                          *(f"{s}/" for s in SPLITS)))  # none in the way but prepare's own
+    lock = FolderLock(out, what="prepare").acquire()  # a second prepare here is refused
+    try:
+        _check_key(out, key)
+        tok.save(out)
+        parts = dict(zip(SPLITS, source.split(held_out_fraction)))
+        workers = num_workers or os.cpu_count() or 1
+        splits = {split: _prepare_split(parts[split], tok, settings, out / split, split=split,
+                                        chunks_per_shard=chunks_per_shard, workers=workers,
+                                        progress=progress) for split in SPLITS}
+        manifest = {"key": key, "corpus": source.name, "tokenizer": tokenizer, "splits": splits,
+                    "seconds": round(time.perf_counter() - start, 1)}
+        write_file(out / "prepare.json", json.dumps(manifest, indent=2) + "\n")
+    finally:
+        lock.release()
     return {"out": str(out), "corpus": source.name, **{s: splits[s] for s in SPLITS},
             "bytes_per_example": splits["train"]["bytes"] / splits["train"]["num_examples"]}
 
 
-def _claim(out: Path, key: dict) -> None:
-    """Refuse an ``out`` written with other settings; otherwise (re)write its ``prepare.json``."""
+def _check_key(out: Path, key: dict) -> None:
+    """Refuse an ``out`` prepared with other settings; a new one gets its ``prepare.json``."""
     path = out / "prepare.json"
     if path.is_file():
-        stored = json.loads(path.read_text()).get("key", {})
+        stored = read_json(path).get("key", {})
         changed = sorted(k for k in key.keys() | stored.keys() if stored.get(k) != key.get(k))
         if changed:
             raise ValueError(f"{out} was prepared with other settings ({', '.join(changed)} "
                              "differ): delete it or choose another --out")
         return
-    if out.is_dir() and any(out.iterdir()):
-        raise ValueError(f"{out} is not empty and holds no prepare.json: choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"key": key}, indent=2) + "\n")
+    write_file(path, json.dumps({"key": key}, indent=2) + "\n")
 
 
 # ------------------------------------------------------------------------------ reading shards

@@ -30,7 +30,7 @@ import tokenizers
 from tokenizers import (AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers,
                         trainers)
 
-from ..safeio import remove_stale_builds
+from ..safeio import remove_stale_builds, write_file
 from .alphabet import continuation_symbols
 from .files import first_damaged, sha256_sums
 
@@ -143,10 +143,10 @@ class WordPieceTokenizer:
     def save(self, directory) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "vocab.txt").write_text("\n".join(self.tokens) + "\n", encoding="utf-8")
+        write_file(directory / "vocab.txt", "\n".join(self.tokens) + "\n")  # never via a link
         # transformers' BertTokenizer reads this key too, so the folder also loads there.
         config = {"do_lower_case": self.lowercase, "tokenizer_class": "BertTokenizer"}
-        (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+        write_file(directory / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
 
     @classmethod
     def load(cls, directory) -> "WordPieceTokenizer":
@@ -344,8 +344,9 @@ def _train_cached(corpus: "Corpus", vocab_size: int, cache_dir: Path) -> WordPie
         tokenizer = WordPieceTokenizer.train(_Again(lambda: _capped(corpus.texts(),
                                                                     TRAIN_VOCAB_MAX_CHARS)),
                                              vocab_size)
-    except ValueError as e:
-        raise ValueError(f"corpus {corpus.name!r}: {e}") from None
+    except ValueError as e:  # named once: a corpus file's own error names it already
+        raise ValueError(str(e) if str(e).startswith("corpus ") else
+                         f"corpus {corpus.name!r}: {e}") from None
     remove_stale_builds(directory.parent)  # a killed build's leftovers
     tmp = directory.with_name(f"{directory.name}.tmp{os.getpid()}")
     tokenizer.save(tmp)

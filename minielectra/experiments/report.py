@@ -16,9 +16,16 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from ..ownership import Layout, exclusive_output
+from ..safeio import read_json, write_file
 from . import svg
 from .stats import paired_t, sign_flip
 from .specs import Experiment
+
+# An experiment's report folder (OUT/NAME, or toy-grammar's OUT): replaced as a whole, so the
+# tables, figures and results.json always come from one run of the command.
+REPORT = Layout("experiment", ("results.json", "results.md", "*.html", "*.svg"),
+                lambda folder: "setup" in read_json(folder / "results.json"))
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
@@ -124,6 +131,7 @@ def markdown(exp: Experiment, rows: list[dict], setup: dict) -> str:
              f"Preset `{setup['preset']}`, budget {setup['budget']} reference steps, "
              f"{setup['seeds']} seed(s), mean ± sd over seeds; scores in % (CoLA: MCC, STS-B: "
              "Spearman). " + exp.paper_note, "", _flops_line(setup), "",
+             *([f"Not judged: {'; '.join(setup['skipped'])}.", ""] if setup.get("skipped") else []),
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [f"{r['budget']:g}", r["arm"], f"{r['steps']:.0f}", f"{r['train_flops']:.2e}",
@@ -195,6 +203,8 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
         (f"finetune_{t}", f"fine-tune {t}") for t in top[0]["finetune_tasks"]]
     series = [{"name": label, "y": [r[k] for r in top], "err": [r[k + "_sd"] for r in top]}
               for k, label in metrics if not any(math.isnan(r[k]) for r in top)]
+    if not series:  # no judge ran (no data dir): the tables say which were skipped
+        return []
     groups = [r["arm"] for r in top]
     fig = go.Figure([go.Bar(x=groups, y=s["y"], name=s["name"],
                             error_y={"type": "data", "array": s["err"]}) for s in series])
@@ -204,19 +214,20 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
 
 
 def _save(fig, svg_text: str, stem: Path) -> list[Path]:
-    fig.write_html(stem.with_suffix(".html"), include_plotlyjs="cdn")
-    stem.with_suffix(".svg").write_text(svg_text)
+    write_file(stem.with_suffix(".html"), fig.to_html(include_plotlyjs="cdn"))
+    write_file(stem.with_suffix(".svg"), svg_text)
     return [stem.with_suffix(".html"), stem.with_suffix(".svg")]
 
 
 def write_report(exp: Experiment, results: list[dict], controls: list[dict], *, out: Path,
                  setup: dict) -> dict[str, Any]:
-    out.mkdir(parents=True, exist_ok=True)
+    """``out/results.json``, ``results.md`` and the figures, replacing ``out`` as a whole."""
     rows = aggregate(exp, results, controls)
     text = markdown(exp, rows, setup)
     summary = {"experiment": exp.name, "question": exp.question, "setup": setup, "rows": rows,
                "runs": results, "controls": controls}
-    (out / "results.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    (out / "results.md").write_text(text)
-    files = [out / "results.json", out / "results.md", *figures(exp, rows, out)]
-    return {"markdown": text, "files": [str(f) for f in files], "summary": rows}
+    with exclusive_output(out, REPORT) as tmp:
+        write_file(tmp / "results.json", json.dumps(summary, indent=2, default=str) + "\n")
+        write_file(tmp / "results.md", text)
+        files = ["results.json", "results.md", *(f.name for f in figures(exp, rows, tmp))]
+    return {"markdown": text, "files": [str(out / f) for f in files], "summary": rows}

@@ -18,10 +18,15 @@ from typing import Any, Sequence
 
 from ..config import RunConfig, apply_overrides, preset as preset_config
 from ..objectives.flops import counted_flops, train_flops_per_step
+from ..ownership import Layout, claim, refuse_overlap
 from .probe import tasks_present
 from .report import write_report
 from .runs import Judge, RunSpec, arm_config, execute, random_init
-from .specs import get_experiment
+from .specs import EXPERIMENTS, get_experiment
+
+# ``--out``: the runs (shared by the experiments that train the same run) and a report each.
+EXPERIMENT_OUT = Layout("experiment", ("runs", "toy-grammar", *EXPERIMENTS),
+                        lambda folder: (folder / "runs").is_dir())
 
 
 def plan(name: str, *, budget: int | None = None, seeds: int = 1, preset: str = "nano",
@@ -94,6 +99,20 @@ def flops_check(specs: list[RunSpec]) -> dict[str, dict]:
     return checks
 
 
+def skipped_judges(judge: Judge, present: list[str]) -> list[str]:
+    """The judges that cannot run here, each with why: what the report then says it skipped."""
+    why = "no GLUE task's files: MINIELECTRA_DATA_DIR unset or without glue/" if not present else ""
+    skipped = []
+    if not judge.probe_tasks:
+        skipped.append(f"linear probes ({why or 'no --probe-tasks'})")
+    if not judge.finetune_tasks:
+        skipped.append(f"fine-tuning ({why or 'no --finetune-tasks'})")
+    if not judge.swap_examples:
+        skipped.append("the English word-order probe (" + ("off" if "sst2" in present else
+                                                            "no SST-2 sentences") + ")")
+    return skipped
+
+
 def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
                    preset: str = "nano", corpus: str | None = None,
                    out: str | Path = "experiments", overrides: Sequence[str] = (),
@@ -126,11 +145,17 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
     judge = Judge(tuple(probe_tasks), tuple(finetune_tasks), probe_examples, finetune_examples,
                   tuple(finetune_overrides),
                   swap_examples=swap_examples if "sst2" in present else 0)
+    skipped = skipped_judges(judge, present)
     budget = budget or preset_config(preset).train.max_steps
     specs = plan(name, budget=budget, seeds=seeds, preset=preset, corpus=corpus, out=out,
                  overrides=overrides, budgets=budgets)
     if shard is not None:
         specs = shard_of(specs, *shard)
+    for part in ([corpus] if corpus is None or Path(corpus).exists() else corpus.split("+")):
+        refuse_overlap(out, {"--corpus": part})
+    claim(out, EXPERIMENT_OUT, ["runs/"] + ([f"{name}/"] if shard is None else []))
+    if skipped and progress:
+        print(f"experiment {name}: not judged: {'; '.join(skipped)}", file=sys.stderr)
     with contextlib.redirect_stdout(sys.stderr):  # stdout: the JSON the CLI prints
         if shard is not None:
             for spec in specs:
@@ -142,7 +167,7 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
                     "out": str(out), "next": "the same command without --shard writes the report"}
         return _run(name, specs, judge, out=Path(out), progress=progress,
                     setup={"preset": preset, "corpus": corpus, "budget": budget, "seeds": seeds,
-                           "overrides": list(overrides)})
+                           "overrides": list(overrides), "skipped": skipped})
 
 
 def _run(name: str, specs: list[RunSpec], judge: Judge, *, out: Path, progress: bool,
@@ -157,7 +182,8 @@ def _run(name: str, specs: list[RunSpec], judge: Judge, *, out: Path, progress: 
         r = {**execute(spec, judge, progress=progress), "arm": spec.arm, "budget": spec.budget}
         results.append(r)
         if progress:
-            print(f"    probe avg {r['probe_avg']:.2f}  fine-tune {r['finetune_avg']}  "
+            probe = "n/a" if r["probe_avg"] is None else f"{r['probe_avg']:.2f}"
+            print(f"    probe avg {probe}  fine-tune {r['finetune_avg']}  "
                   f"train {r['train_seconds']:.0f} s  ({time.perf_counter() - start:.0f} s so far)",
                   flush=True)
     controls = [random_init(results[0], judge, seed=s, out=out / "runs")

@@ -25,11 +25,14 @@ from typing import Any
 import torch
 
 from ..config import RunConfig, apply_overrides, override_keys
-from ..model.electra import Electra
+from ..objectives.compute import build_model, load_model
 from ..objectives.flops import run_flops, train_flops_per_step
 from ..finetune.run import finetune
+from ..ownership import claim
+from ..safeio import write_file
 from ..training.checkpoints import latest_checkpoint
 from ..training.loop import pretrain
+from ..training.setup import RUN_DIR
 from .probe import probe
 from .swap_probe import swap_probe
 
@@ -107,9 +110,11 @@ def _jsonable(judge: Judge) -> dict:
 
 
 def _write(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    tmp.replace(path)  # atomic: a crash leaves the old file or the new one
+    """At once (a crash leaves the old file or the new one), never through a link."""
+    write_file(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+JUDGED = ["timing.json", "pretrain.json", "result.json"]  # what a run's directory gains here
 
 
 class Clock:
@@ -142,6 +147,7 @@ def pretrain_run(spec: RunSpec, *, progress: bool) -> dict[str, Any]:
     done = _read(out / "pretrain.json")
     if done is not None:
         return done
+    claim(out, RUN_DIR, JUDGED)  # a file of the user's in the way is refused, naming it
     ckpt = latest_checkpoint(out)
     start = int(ckpt.name.split("_")[-1]) if ckpt is not None else 0
     clock = Clock(out / "timing.json", start)
@@ -191,7 +197,8 @@ def execute(spec: RunSpec, judge: Judge, *, progress: bool = False) -> dict[str,
     if done is not None and done.get("judge") == _jsonable(judge):
         return done
     result = pretrain_run(spec, progress=progress)  # read back from pretrain.json when done
-    model = Electra.from_pretrained(result["checkpoint"])
+    claim(out, RUN_DIR, JUDGED)
+    model = load_model(result["checkpoint"])
     result = {**result, **judge_model(model, judge, seed=spec.seed,
                                       pretrained_length=spec.cfg.data.max_seq_len),
               "judge": _jsonable(judge)}
@@ -206,9 +213,9 @@ def random_init(reference: dict[str, Any], judge: Judge, *, seed: int, out: Path
     done = _read(path)
     if done is not None and done.get("judge") == _jsonable(judge):
         return done
-    loaded = Electra.from_pretrained(reference["checkpoint"])
+    loaded = load_model(reference["checkpoint"])
     torch.manual_seed(seed)
-    model = Electra(loaded.config, loaded.objective)
+    model = build_model(loaded.config, loaded.objective)
     model.tokenizer = loaded.tokenizer
     result = {"arm": "random init (no pre-training)", "seed": seed, "budget": 0.0, "steps": 0,
               "train_flops": 0, "train_seconds": 0.0, "tokens": 0, "heldout": {},

@@ -17,7 +17,7 @@ import statistics
 
 
 def t_two_sided(t: float, df: int) -> float:
-    """P(|T| >= |t|) for Student's t with ``df`` (integer >= 1) degrees of freedom."""
+    """``P(|T| >= |t|)`` for Student's t with ``df`` (integer >= 1) degrees of freedom."""
     theta = math.atan(abs(t) / math.sqrt(df))
     c2 = math.cos(theta) ** 2
     if df % 2:  # odd: (2/pi) (theta + sin cos (1 + 2/3 cos^2 + 2*4/(3*5) cos^4 + ...))

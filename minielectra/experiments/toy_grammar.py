@@ -31,10 +31,13 @@ import torch
 
 from ..config import ModelConfig, ObjectiveConfig, RunConfig, TrainConfig
 from ..model.electra import Electra
-from ..objectives.compute import compute
+from ..objectives.compute import build_model, compute
 from ..objectives.flops import train_flops_per_step
+from ..ownership import exclusive_output
+from ..safeio import write_file
 from ..training.optim import AdamWeightDecay, lr_at, set_lr
 from .probe import ridge_fit, ridge_predict
+from .report import REPORT
 from .stats import paired_t, sign_flip
 
 CLASSES = ("det", "adj", "noun", "verb", "prep", "place")
@@ -147,7 +150,7 @@ def pretrain(words_per_class: int, objective: str, steps: int, *, seed: int,
     ``[(step, accuracy)]`` and the mean loss of the kept network over the last 10% of steps."""
     torch.manual_seed(seed)
     device = torch.device(device)
-    model = Electra(model_config(words_per_class), ObjectiveConfig(name=objective)).to(device)
+    model = build_model(model_config(words_per_class), ObjectiveConfig(name=objective)).to(device)
     # Bias correction on: without it the first updates are up to 6.5x larger (training/optim.py).
     opt = AdamWeightDecay(model.parameters(), lr=lr, weight_decay=0.01, bias_correction=True)
     # The paper's schedule shape: 10% warm-up, then linear decay to 0 at the last step.
@@ -330,17 +333,42 @@ def svg_figure(spec: dict) -> str:
 
 
 def write_report(result: dict, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    files = [out / "results.json", out / "results.md"]
-    files[0].write_text(json.dumps({k: v for k, v in result.items() if k != "files"},
-                                   indent=1) + "\n")
-    files[1].write_text(markdown(result))
-    for spec in figure_series(result):
-        stem = out / spec["stem"]
-        plotly_figure(spec).write_html(stem.with_suffix(".html"), include_plotlyjs="cdn")
-        stem.with_suffix(".svg").write_text(svg_figure(spec))
-        files += [stem.with_suffix(".html"), stem.with_suffix(".svg")]
-    return files
+    """The report files, replacing ``out`` as a whole (:data:`.report.REPORT`)."""
+    names = ["results.json", "results.md"]
+    with exclusive_output(out, REPORT) as tmp:
+        write_file(tmp / names[0], json.dumps({k: v for k, v in result.items()
+                                               if k != "files"}, indent=1) + "\n")
+        write_file(tmp / names[1], markdown(result))
+        for spec in figure_series(result):
+            html = plotly_figure(spec).to_html(include_plotlyjs="cdn")
+            write_file(tmp / f"{spec['stem']}.html", html)
+            write_file(tmp / f"{spec['stem']}.svg", svg_figure(spec))
+            names += [f"{spec['stem']}.html", f"{spec['stem']}.svg"]
+    return [out / n for n in names]
+
+
+def loss_share(grid: torch.Tensor) -> float:
+    """The share of a loss-position grid's tokens (1 or 2) that carry a loss (2)."""
+    return (grid == 2).sum().item() / max(1, (grid > 0).sum().item())
+
+
+def loss_positions_figure(rows: dict[str, torch.Tensor], *, title: str):
+    """The interactive twin of :func:`loss_positions_svg`: one heatmap grid per objective side
+    by side (white: padding, grey: no loss, red: a loss), each labelled with its name and share."""
+    import plotly.graph_objects as go
+    colors = [[0, "white"], [0.5, "#dddddd"], [1, "#d62728"]]
+    fig = go.Figure()
+    for k, (name, grid) in enumerate(rows.items()):
+        b, n = grid.shape
+        x0 = k * (n + 2)  # two empty columns between the grids
+        fig.add_trace(go.Heatmap(z=grid.flip(0).tolist(), x0=x0, showscale=False, zmin=0, zmax=2,
+                                 colorscale=colors, name=name, xgap=2, ygap=2,
+                                 hovertemplate=f"{name}<extra></extra>"))
+        fig.add_annotation(x=x0 - 0.5, y=b - 0.5, xanchor="left", yanchor="bottom",
+                           showarrow=False, text=f"{name}: {loss_share(grid):.0%} of tokens")
+    return fig.update_layout(title=title, height=320, width=600, xaxis_visible=False,
+                             yaxis_visible=False, plot_bgcolor="white",
+                             margin=dict(t=80, l=20, r=20, b=20))
 
 
 def loss_positions_svg(rows: dict[str, torch.Tensor], *, title: str) -> str:
@@ -357,8 +385,8 @@ def loss_positions_svg(rows: dict[str, torch.Tensor], *, title: str) -> str:
     colors = {0: "#ffffff", 1: "#dddddd", 2: "#d62728"}
     for k, (name, grid) in enumerate(rows.items()):
         x0 = gap + k * (n * cell + gap)
-        share = (grid == 2).sum().item() / max(1, (grid > 0).sum().item())
-        parts.append(f'<text x="{x0}" y="{top - 8}">{escape(name)}: {share:.0%} of tokens</text>')
+        parts.append(f'<text x="{x0}" y="{top - 8}">{escape(name)}: {loss_share(grid):.0%} of '
+                     'tokens</text>')
         for i in range(b):
             for j in range(n):
                 parts.append(f'<rect x="{x0 + j * cell}" y="{top + i * cell}" width="{cell - 2}" '

@@ -35,8 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import ModelConfig, TrainConfig, _parse
-from ..names import unknown_key
+from ..config import ModelConfig, TrainConfig
+from ..overrides import apply_overrides
 from ..model.electra import Electra
 from ..model.gdes import plain_state_dict
 from ..model.transformer import Encoder
@@ -92,8 +92,9 @@ class FinetuneConfig:
     # A text longer than max_seq_len: "truncate" cuts it (the paper); "windows" reads a single
     # text whole in half-overlapping windows, averaging their logits (see .windows).
     long_text: typing.Literal["truncate", "windows"] = "truncate"
-    # The model a run keeps: "last", after the last epoch (the paper), or "best", the epoch with
-    # the best dev score (every epoch is scored on the dev set either way).
+    # The model a run keeps: "last", after the last epoch (the paper), or "best", the epoch that
+    # scores best on 10% of the training set held out for the choice (.train.hold_out): the dev
+    # set is reported, so it never chooses (every epoch is scored on it for the record).
     keep_epoch: typing.Literal["last", "best"] = "last"
     device: str = "auto"
     # torch.compile the training forward: True, False, or None: on a CPU when the run repays
@@ -104,6 +105,7 @@ class FinetuneConfig:
     num_threads: int = 0
 
     def validate(self) -> "FinetuneConfig":
+        """Refuse values no run can use (types: :func:`minielectra.overrides.check_types`)."""
         for name in ("learning_rate", "batch_size", "eval_batch_size", "max_seq_len"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"finetune.{name} must be positive, got {getattr(self, name)}")
@@ -123,30 +125,14 @@ class FinetuneConfig:
             raise ValueError(f"finetune.reinit_layers must be >= 0, got {self.reinit_layers}")
         if self.epochs < 0:
             raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
-        if self.schedule not in ("official", "linear"):
-            raise ValueError(f"finetune.schedule must be official|linear, got {self.schedule!r}")
-        for name, valid in (("long_text", ("truncate", "windows")),
-                            ("keep_epoch", ("last", "best"))):
-            if getattr(self, name) not in valid:
-                raise ValueError(f"finetune.{name} must be {'|'.join(valid)}, got "
-                                 f"{getattr(self, name)!r}")
-        if self.loss_reduction not in ("sum", "mean"):
-            raise ValueError(f"finetune.loss_reduction must be sum|mean, got "
-                             f"{self.loss_reduction!r}")
         return self
 
 
-def apply_finetune_overrides(cfg: FinetuneConfig, overrides: Iterable[str]) -> FinetuneConfig:
-    """Apply ``finetune.key=value`` strings, type-checked like :func:`config.apply_overrides`."""
-    hints = typing.get_type_hints(FinetuneConfig)
-    for item in overrides:
-        key, eq, raw = item.partition("=")
-        section, _, name = key.strip().rpartition(".")
-        if not eq:
-            raise ValueError(f"override {item!r} is not of the form finetune.key=value")
-        if section != "finetune" or name not in hints:
-            raise unknown_key(key.strip(), sorted(f"finetune.{n}" for n in hints))
-        setattr(cfg, name, _parse(raw.strip(), hints[name], key.strip()))
+def finetune_config(overrides: Iterable[str] = ()) -> FinetuneConfig:
+    """The recipe with ``finetune.KEY=VALUE`` overrides applied (:mod:`minielectra.overrides`),
+    its ranges checked."""
+    cfg = FinetuneConfig()
+    apply_overrides({"finetune": cfg}, overrides)
     return cfg.validate()
 
 

@@ -2,10 +2,10 @@
 
 Fine-tuning takes minutes to hours; its output must not be lost to a second process, a full disk
 or Ctrl-C. :func:`finetune_output` gives the run a temporary folder beside ``DIR``
-(:func:`minielectra.safeio.exclusive_output`): ``DIR`` is checked (a folder or absent, writable,
-holding only a fine-tuned model's files) and locked before the first step, and replaced as a
-whole only once everything is written. Interrupted or failed, ``DIR`` is as it was, and the
-message says so.
+(:func:`minielectra.ownership.exclusive_output`): ``DIR`` is checked (a folder or absent,
+writable, holding only what an earlier ``finetune`` wrote there, by its record) and locked before
+the first step, and replaced as a whole only once everything is written. Interrupted or failed,
+``DIR`` is as it was, and the message says so.
 """
 
 from __future__ import annotations
@@ -15,12 +15,33 @@ import errno
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..safeio import exclusive_output
+from ..model.storage import BUNDLED
+from ..ownership import Layout, exclusive_output
+from ..safeio import read_json
+
+
+def _is_result(folder: Path) -> bool:
+    return "task" in read_json(folder / "result.json")
+
+
+# A model folder (classification or SQuAD), its result, and with --seeds N --keep-all seed-N/.
+FINETUNED = Layout("finetune", ("model.safetensors", "finetune.json", "vocab.txt",
+                                "tokenizer_config.json", "checksums.json", "result.json",
+                                "predictions.json", "na_probs.json", "seed-*"), _is_result)
+
+
+def checkpoint_path(checkpoint) -> Path | None:
+    """Where a ``--checkpoint`` is on disk (None: a model in memory)."""
+    if not isinstance(checkpoint, (str, Path)):
+        return None
+    return BUNDLED if str(checkpoint) == "bundled" else Path(checkpoint)
 
 
 @contextlib.contextmanager
-def finetune_output(out: str | Path | None) -> Iterator[Path | None]:
-    """Yield the folder to write into (None without ``out``); see the module docstring."""
+def finetune_output(out: str | Path | None, *, layout: Layout = FINETUNED,
+                    what: str = "fine-tuning") -> Iterator[Path | None]:
+    """Yield the folder to write into (None without ``out``); see the module docstring.
+    ``glue --out`` is the same with its own layout."""
     if out is None:
         try:
             yield None
@@ -28,12 +49,12 @@ def finetune_output(out: str | Path | None) -> Iterator[Path | None]:
             raise type(e)(f"{str(e) or 'interrupted'}; nothing saved (no --out)") from None
         return
     try:
-        with exclusive_output(out, what="fine-tuning") as tmp:
+        with exclusive_output(out, layout, what=what) as tmp:
             yield tmp
     except KeyboardInterrupt as e:
         raise type(e)(f"{str(e) or 'interrupted'}; nothing saved, {out} is as it was") from None
-    except OSError as e:
+    except OSError as e:  # named at its place in out (exclusive_output)
         if e.errno != errno.ENOSPC:
             raise
-        raise OSError(errno.ENOSPC, f"{e.strerror} while writing the fine-tuned model; "
-                      "nothing saved, the folder is as it was", str(out)) from None
+        raise OSError(errno.ENOSPC, f"{e.strerror} while writing {e.filename}; nothing "
+                      "saved, the folder is as it was", str(out)) from None

@@ -1,14 +1,16 @@
 """Fine-tuned models on disk, and scoring new sentences (or sentence pairs) with them.
 
 A ``minielectra finetune --out DIR`` directory (:mod:`.saved`) holds everything needed to score
-new text. ``minielectra predict --model DIR SENTENCE [SENTENCE_B]`` (or ``--file F``: a CSV, TSV or
-JSONL file with a text column, or one input a line, :mod:`.textfiles`) is :func:`run_predict`;
+new text. ``minielectra predict --model DIR TEXT ...`` (pairs two at a time; ``-``: standard
+input, one input a line; or ``--file F``: a CSV, TSV or JSONL file with a text column, or one
+input a line, :mod:`.owndata.inputs`) is :func:`run_predict`;
 text is encoded exactly as in fine-tuning (``[CLS] A [SEP] B [SEP]``, longest-first truncation
 to the run's ``max_seq_len``, or the windows of :mod:`.windows`).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,7 +18,7 @@ import torch
 
 from .task import Example, Task
 from .saved import Finetuned, load_finetuned
-from .owndata.inputs import read_inputs, read_lines
+from .owndata.inputs import parse_lines, read_inputs, read_lines
 from .windows import encode_texts, predict_texts, warn_long
 
 Pair = tuple[str, "str | None"]
@@ -65,13 +67,31 @@ def read_pairs(path: str | Path) -> list[Pair]:
     return read_lines(path)
 
 
+def group_texts(texts: Sequence[str], task: Task) -> list[Pair]:
+    """Command-line texts as inputs: one text each, or for a task of pairs two at a time
+    (``A1 B1 A2 B2 ...``); ``["-"]``: standard input, one input a line (``A`` or ``A<TAB>B``)."""
+    if list(texts) == ["-"]:
+        return parse_lines(sys.stdin.read(), "standard input")
+    if "-" in texts:
+        raise ValueError("'-' (standard input) stands alone: give texts or -, not both")
+    if not task.is_pair:
+        return [(t, None) for t in texts]
+    if len(texts) % 2:
+        raise ValueError(f"{task.display} scores sentence pairs: give A B for each input "
+                         f"({len(texts)} texts given, an odd number)")
+    return [(texts[i], texts[i + 1]) for i in range(0, len(texts), 2)]
+
+
 def run_predict(model: str | Path, pairs: Sequence[str | Pair] = (), *,
-                file: str | Path | None = None, text_column: str | None = None,
-                text_pair_column: str | None = None,
+                texts: Sequence[str] = (), file: str | Path | None = None,
+                text_column: str | None = None, text_pair_column: str | None = None,
                 long_text: str | None = None) -> dict[str, Any]:
-    """``minielectra predict``: each input (``pairs``, or those of ``file``:
-    :func:`.textfiles.read_inputs`) with its prediction, as JSON-ready dicts."""
+    """``minielectra predict``: each input (``pairs``; ``texts`` as the command line gives them,
+    :func:`group_texts`; or those of ``file``: :func:`.textfiles.read_inputs`) with its
+    prediction, as JSON-ready dicts."""
     ft = load_finetuned(model)
+    if texts:
+        pairs = group_texts(texts, ft.task)
     if file is not None:
         pairs = read_inputs(file, inputs=ft.task.hub_fields, pair=ft.task.is_pair,
                             text_column=text_column, text_pair_column=text_pair_column)

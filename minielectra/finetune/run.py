@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .classifier import FinetuneConfig, apply_finetune_overrides
+from ..ownership import refuse_overlap
+from .classifier import finetune_config
 from .glue.data import get_task
-from .output import finetune_output
+from .output import checkpoint_path, finetune_output
 from .owndata.data import Columns, task_from_files, task_from_hub
 from .squad.train import TASKS as SQUAD_TASKS, finetune_squad
 from .task import Task
@@ -57,19 +58,22 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
     run's, in ``seed-N/``).
     """
     check_counts(seeds, max_train_examples)
+    # an output that is, holds or lies in what the run reads would replace or mix with it
+    refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint), "--train": train,
+                         "--dev": dev})
     if isinstance(task, str) and task in SQUAD_TASKS:  # question answering (.squad_finetune)
         if seeds != 1 or columns != Columns() or regression is not None:
             raise ValueError(f"--task {task} takes one --seed, and no --seeds, columns or "
                              "--regression")
-        with finetune_output(out) as folder:  # locked; replaced only when all is written
+        with finetune_output(out) as folder:  # locked; replaced when all is written
             return finetune_squad(checkpoint, task, out=folder, seed=seed, overrides=overrides,
                                   train=train, dev=dev, data_dir=data_dir,
                                   max_train_examples=max_train_examples, progress=progress,
                                   save_model=save_model)
-    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
+    cfg = finetune_config(overrides)
     task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
     pretrained, source = open_checkpoint(checkpoint)
-    with finetune_output(out) as folder:  # locked, checked; replaced only when all is written
+    with finetune_output(out) as folder:  # locked; replaced when all is written
         return _finetune(pretrained, source, task, cfg, out=folder, seed=seed, seeds=seeds,
                          data_dir=data_dir, max_train_examples=max_train_examples,
                          progress=progress, save_model=save_model,

@@ -19,10 +19,11 @@ from safetensors.torch import load_file, save
 
 from safetensors import SafetensorError
 
-from ..config import ModelConfig, _from_dict
+from ..config import ModelConfig
+from ..overrides import from_dict
 from ..data.files import sha256_sums
 from ..data.tokenizer import WordPieceTokenizer
-from ..model.storage import CHECKSUMS, VOCAB, verify_checksums
+from ..model.storage import CHECKSUMS, VOCAB, canonical_safetensors, verify_checksums
 from ..safeio import write_file
 from .glue.data import TASKS as GLUE, get_task
 from .classifier import FinetuneConfig, SequenceClassifier
@@ -38,14 +39,15 @@ def save_finetuned(model: SequenceClassifier, tokenizer, task: Task, cfg: Finetu
     path.mkdir(parents=True, exist_ok=True)
     # bytes, then one write: a full disk is an OSError naming the file, and the permissions
     # are its siblings' (safetensors' own save_file makes a private file)
-    write_file(path / WEIGHTS, save({k: v.contiguous() for k, v in model.state_dict().items()}))
+    write_file(path / WEIGHTS, canonical_safetensors(
+        save({k: v.contiguous() for k, v in model.state_dict().items()})))
     meta = {"task": task.name, "num_labels": task.num_labels, "label_names": task.label_names,
             "task_spec": task_spec(task), "model": dataclasses.asdict(model.config),
             "finetune": dataclasses.asdict(cfg), "result": result}
-    (path / META).write_text(json.dumps(meta, indent=2) + "\n")
+    write_file(path / META, json.dumps(meta, indent=2) + "\n")
     tokenizer.save(path)
     sums = sha256_sums(path, [WEIGHTS, VOCAB])
-    (path / CHECKSUMS).write_text(json.dumps({"sha256": sums}, indent=2) + "\n")
+    write_file(path / CHECKSUMS, json.dumps({"sha256": sums}, indent=2) + "\n")
     return path
 
 
@@ -85,8 +87,8 @@ def load_finetuned(path: str | Path, *, device: str = "cpu") -> Finetuned:
     try:
         meta = json.loads((path / META).read_text())
         task = task_from_spec(meta)
-        cfg = _from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
-        mcfg, num_labels = _from_dict(ModelConfig, meta["model"], prefix="model."), \
+        cfg = from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
+        mcfg, num_labels = from_dict(ModelConfig, meta["model"], prefix="model."), \
             meta["num_labels"]
     except (ValueError, KeyError, TypeError, AttributeError) as e:  # JSON errors are ValueErrors
         raise ValueError(f"{path / META}: damaged, not a fine-tuned model's description "

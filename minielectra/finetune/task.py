@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.documents import not_text
+
 
 @dataclass(frozen=True)
 class Task:
@@ -72,8 +74,9 @@ def read_text(path: str | Path) -> str:
             data = gzip.decompress(data)
         except (OSError, EOFError) as e:
             raise ValueError(f"{path}: not a readable gzip file ({e})") from None
-    if b"\0" in data[:8192]:
-        raise ValueError(f"{path}: a binary file, not text (it holds NUL bytes)")
+    why = not_text(data[:8192])
+    if why is not None:
+        raise ValueError(f"{path}: {why}")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -32,11 +32,11 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
-from ..model.electra import Electra
 from ..data.tokenizer import WordPieceTokenizer
-from ..training.checkpoints import resolve_checkpoint
+from ..objectives.compute import load_model
+from ..safeio import write_file
+from ..training.checkpoints import load_checkpoint, resolve_checkpoint
 from ..training.compiling import compile_module, decide_finetune
 from ..training.optim import AdamWeightDecay
 from . import fewsample, metrics
@@ -45,6 +45,7 @@ from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, c
 from .epochs import EpochScores
 from .glue.data import load_split
 from .saved import save_finetuned
+from ..progress import progress_bar
 from .owndata.data import UserTask
 from .task import Task, subset, swap_segments
 from .windows import (Encoded, encode_texts, predict_texts, warn_long,
@@ -65,6 +66,28 @@ class TaskData:
     available_train_examples: int  # the whole training set
     dev_owner: list[int] | None = None  # with long_text="windows": each dev row's text
     long_texts: dict[str, int] = dataclasses.field(default_factory=dict)  # texts too long
+    # keep_epoch="best": training examples held out to choose the epoch (never trained on)
+    choice: list[tuple[list, list]] | None = None
+    choice_labels: list | None = None
+    choice_owner: list[int] | None = None
+
+
+# keep_epoch="best" chooses the epoch on this share of the training set, held out from training
+# (the dev set is reported, so it must not choose); at least CHOICE_MIN examples are needed.
+CHOICE_FRACTION, CHOICE_MIN = 0.1, 20
+
+
+def hold_out(train: list, fraction: float = CHOICE_FRACTION) -> tuple[list, list]:
+    """(training, held out): a fixed random ``fraction`` of ``train`` (seed 0, every run the
+    same), both kept in file order."""
+    if len(train) < CHOICE_MIN:
+        raise ValueError(f"finetune.keep_epoch=best holds out {fraction:.0%} of the training "
+                         f"set to choose the epoch: needs at least {CHOICE_MIN} training "
+                         f"examples, got {len(train)} (use keep_epoch=last)")
+    held = set(np.random.default_rng(0).choice(len(train), max(1, round(fraction * len(train))),
+                                               replace=False).tolist())
+    return ([e for i, e in enumerate(train) if i not in held],
+            [e for i, e in enumerate(train) if i in held])
 
 
 def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
@@ -77,6 +100,7 @@ def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
         dev = load_split(task, "dev", data_dir=data_dir)
     train = subset(full, max_train_examples)
     raw = len(train)
+    train, choice = hold_out(train) if cfg.keep_epoch == "best" else (train, None)
     if task.swap_augment and cfg.double_unordered:
         train = swap_segments(train)
     mode = cfg.long_text
@@ -85,9 +109,14 @@ def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
     for enc, what in ((tr, "training"), (dv, "dev")):
         warn_long(enc, f"{task.name}, {what} set", mode, pairs=task.is_pair)
     labels = [e.label for e in train]
-    return TaskData(tr.rows, labels if tr.owner is None else [labels[t] for t in tr.owner],
+    data = TaskData(tr.rows, labels if tr.owner is None else [labels[t] for t in tr.owner],
                     dv.rows, [e.label for e in dev], raw, len(full), dv.owner,
                     {"train": tr.long, "dev": dv.long})
+    if choice is not None:
+        ch = encode_texts(tokenizer, choice, cfg.max_seq_len, long_text=mode)
+        data.choice, data.choice_labels, data.choice_owner = (ch.rows, [e.label for e in choice],
+                                                              ch.owner)
+    return data
 
 
 # ------------------------------------------------------------------------- train and evaluate
@@ -151,7 +180,7 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
     model.train()
     net = compile_module(model, device, dynamic=True) if cfg.compile else model  # lengths vary
     losses = []
-    with tqdm(total=total, desc=f"{task.name} seed {seed}", disable=not progress) as bar:
+    with progress_bar(total=total, desc=f"{task.name} seed {seed}", disable=not progress) as bar:
         for step, idx in enumerate(order):
             bar.update()
             if len(idx) == 0:  # all dummies (official stream, a set smaller than a batch)
@@ -171,11 +200,15 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
 
 
 def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: FinetuneConfig, *,
-             pad_id: int) -> dict[str, float]:
-    """Every metric of ``task`` on its dev set, in percent."""
-    dev = Encoded(data.dev, data.dev_owner, len(data.dev_labels), 0, cfg.max_seq_len)
-    outputs, _ = predict_texts(model, task, dev, pad_id=pad_id, batch_size=cfg.eval_batch_size)
-    return metrics.compute_metrics(task, outputs, np.asarray(data.dev_labels))
+             pad_id: int, split: str = "dev") -> dict[str, float]:
+    """Every metric of ``task`` on its dev set (or ``split="choice"``: the training examples
+    held out to choose the epoch), in percent."""
+    rows, owner, labels = ((data.dev, data.dev_owner, data.dev_labels) if split == "dev" else
+                           (data.choice, data.choice_owner, data.choice_labels))
+    encoded = Encoded(rows, owner, len(labels), 0, cfg.max_seq_len)
+    outputs, _ = predict_texts(model, task, encoded, pad_id=pad_id,
+                               batch_size=cfg.eval_batch_size)
+    return metrics.compute_metrics(task, outputs, np.asarray(labels))
 
 
 # ------------------------------------------------------------------------ the library entry points
@@ -194,8 +227,8 @@ def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:
     memory). Resolved and loaded once, however many tasks and seeds then use it."""
     if isinstance(checkpoint, nn.Module):
         return checkpoint, None
-    path = resolve_pretrained(checkpoint)
-    return Electra.from_pretrained(path), str(path)
+    model, path = load_checkpoint(checkpoint, load_model)  # a run still pruning: its newest
+    return model, str(path)
 
 
 def get_tokenizer(pretrained, cfg: FinetuneConfig):
@@ -218,8 +251,11 @@ def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneCon
     torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
     model = build_classifier(pretrained, task, cfg).to(_device(cfg.device))
     fewsample.prepare(model, cfg, initializer_range=pretrained.config.initializer_range)
-    epochs = EpochScores(model, lambda: evaluate(model, task, data, cfg, pad_id=tokenizer.pad_id),
-                         task.metric, keep=cfg.keep_epoch)  # the dev set after every epoch
+    pad = tokenizer.pad_id
+    choose = None if data.choice is None else (
+        lambda: evaluate(model, task, data, cfg, pad_id=pad, split="choice"))
+    epochs = EpochScores(model, lambda: evaluate(model, task, data, cfg, pad_id=pad),
+                         task.metric, keep=cfg.keep_epoch, choose=choose)  # after every epoch
     t0 = time.perf_counter()
     info = train_classifier(model, task, data, cfg, seed=seed, pad_id=tokenizer.pad_id,
                             progress=progress, on_epoch=epochs)
@@ -256,7 +292,8 @@ def _summarise(task: Task, runs: list[dict], data: TaskData, cfg: FinetuneConfig
         "train_subset": data.raw_train_examples < data.available_train_examples,
         "train_examples_used": len(data.train), "dev_examples": len(data.dev_labels),
         "kept_epoch": best.get("kept_epoch"), "best_epoch": best.get("best_epoch"),
-        "epoch_scores": best.get("epoch_scores"),
+        "epoch_scores": best.get("epoch_scores"), "choice_scores": best.get("choice_scores"),
+        "choice_examples": None if data.choice is None else len(data.choice_labels),
         "texts_over_max_seq_len": data.long_texts,
         "config": dataclasses.asdict(cfg), "runs": runs,
     }
@@ -298,7 +335,7 @@ def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *
         out.mkdir(parents=True, exist_ok=True)
         if save and seeds > 1:
             _keep_median_model(out, runs, result["median_seed"], keep_all_models)
-        (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+        write_file(out / "result.json", json.dumps(result, indent=2) + "\n")
     return result
 
 

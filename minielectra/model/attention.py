@@ -70,7 +70,7 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, hidden_size: int, num_heads: int, *, dropout: float = 0.1,
-                 impl: str = "sdpa", merged_norm_eps: float | None = None):
+                 impl: str = "sdpa", merged_norm: nn.Module | None = None):
         super().__init__()
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size {hidden_size} not divisible by num_heads {num_heads}")
@@ -81,19 +81,17 @@ class MultiHeadAttention(nn.Module):
         self.impl = impl
         self.qkv = Linear(hidden_size, 3 * hidden_size)
         self.out = Linear(hidden_size, hidden_size)
-        # model.extra_norm: a LayerNorm on the merged heads, before the output projection
-        self.merged_norm = (nn.LayerNorm(hidden_size, eps=merged_norm_eps)
-                          if merged_norm_eps is not None else None)
+        self.merged_norm = merged_norm  # a LayerNorm with model.extra_norm only (.variants)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``x`` (b, n, d), ``mask`` (b, 1, 1, n) boolean from :func:`padding_mask` -> (b, n, d)."""
         q, k, v = rearrange(self.qkv(x), "b n (three h e) -> three b h n e",
                             three=3, h=self.num_heads)
-        p = self.dropout if self.training else 0.0
+        dropout = self.dropout if self.training else 0.0
         if self.impl == "sdpa":
             ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=additive(mask, q.dtype),
-                                                 dropout_p=p)
+                                                 dropout_p=dropout)
         else:
-            ctx = reference_attention(q, k, v, mask, dropout=p, training=self.training)
+            ctx = reference_attention(q, k, v, mask, dropout=dropout, training=self.training)
         merged = rearrange(ctx, "b h n e -> b n (h e)")  # (b, n, d)
         return self.out(merged if self.merged_norm is None else self.merged_norm(merged))

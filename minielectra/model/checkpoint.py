@@ -24,19 +24,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from ..config import ModelConfig, ObjectiveConfig, _from_dict
+from ..config import ModelConfig, ObjectiveConfig
+from ..overrides import from_dict
 from . import hf
-from ..safeio import read_json
+from ..safeio import read_json, write_file
 from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, atomic_dir, check_finite,
-                      check_state, load_tokenizer, resolve_bundled, verify_checksums,
-                      write_checksums, write_error)
+                      check_state, load_tokenizer, order_safetensors_file, resolve_bundled,
+                      verify_checksums, write_checksums, write_error)
 
 FORMAT, VERSION = "minielectra", 1
 WEIGHTS = "model.safetensors"
@@ -62,23 +63,21 @@ def save_pretrained(model: nn.Module, path: str | Path, *,
             save_model(model, str(tmp / WEIGHTS), metadata={"format": "pt"})
         except SafetensorError as e:  # a full disk: an OSError naming the file
             raise write_error(e, path / WEIGHTS) from None
-        (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+        order_safetensors_file(tmp / WEIGHTS)  # identical weights, identical bytes
+        write_file(tmp / CONFIG, json.dumps(config, indent=2) + "\n")
         if model.tokenizer is not None:
             model.tokenizer.save(tmp)
         for name, content in (extra_files or {}).items():
-            target = tmp / name
-            if isinstance(content, bytes):
-                target.write_bytes(content)
-            else:
-                target.write_text(content)
+            write_file(tmp / name, content)
         write_checksums(tmp)
     return path
 
 
-def load_pretrained(path: str | Path, model_class: type[nn.Module], *,
+def load_pretrained(path: str | Path, model_class: Callable[..., nn.Module], *,
                     generator: str | Path | None = None) -> nn.Module:
-    """A ``model_class`` from a minielectra checkpoint directory (or ``"bundled"``), or from
-    transformers ELECTRA directories (see :func:`.hf.load`, which ``generator=`` is passed to)."""
+    """A ``model_class(model_config, objective_config)`` (a class, or a function that picks one)
+    from a minielectra checkpoint directory (or ``"bundled"``), or from transformers ELECTRA
+    directories (see :func:`.hf.load`, which ``generator=`` is passed to)."""
     path = resolve_bundled(path)
     if not path.is_dir():
         leftovers = sorted(path.parent.glob(f".{path.name}.old-*/checkpoint"))
@@ -127,15 +126,16 @@ def _read_json(path: Path) -> dict:
         raise CheckpointError(str(e)) from None
 
 
-def _load_minielectra(path: Path, config: dict, model_class: type[nn.Module]) -> nn.Module:
+def _load_minielectra(path: Path, config: dict, model_class: Callable[..., nn.Module]
+                      ) -> nn.Module:
     if config.get("version") != VERSION:
         raise CheckpointError(f"{path / CONFIG}: version {config.get('version')!r} is not "
                               f"supported (this minielectra reads version {VERSION})")
     if "model" not in config:
         raise CheckpointError(f"{path / CONFIG} has no \"model\" section")
     try:  # a value of the wrong type or out of range: named, with the file
-        model = model_class(_from_dict(ModelConfig, config["model"], prefix="model."),
-                            _from_dict(ObjectiveConfig, config.get("objective", {}),
+        model = model_class(from_dict(ModelConfig, config["model"], prefix="model."),
+                            from_dict(ObjectiveConfig, config.get("objective", {}),
                                        prefix="objective."))
     except (KeyError, ValueError) as e:
         error = KeyError if isinstance(e, KeyError) else CheckpointError

@@ -1,30 +1,56 @@
 """``minielectra convert``: between minielectra checkpoints and transformers ELECTRA directories.
 
 The top of the model layer: it needs the model class and both file formats, which themselves
-never import the model (:mod:`.checkpoint`, :mod:`.hf`).
+never import the model (:mod:`.checkpoint`, :mod:`.hf`). ``out`` is written as every folder
+output is (:func:`minielectra.ownership.exclusive_output`): refused when it holds anything an
+earlier ``convert`` did not write, or is, holds or lies inside the source; replaced as a whole
+once the converted model is complete.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from ..safeio import check_out_dir, model_files, refuse_foreign
+from ..ownership import Layout, exclusive_output, refuse_overlap
+from ..safeio import read_json
 from . import hf
+from .checkpoint import load_pretrained
 from .electra import Electra
+from .storage import BUNDLED
+
+
+def _is_model(folder: Path) -> bool:
+    """A converted model's own config: minielectra's, or transformers' ELECTRA per part."""
+    configs = [folder / "config.json", *folder.glob("*/config.json")]
+    return any(c.is_file() and (read_json(c).get("format") == "minielectra"
+                                or read_json(c).get("model_type") == "electra") for c in configs)
+
+
+# minielectra's checkpoint files, or transformers' discriminator/, generator/, masked_lm/
+CONVERTED = Layout("convert", ("config.json", "model.safetensors", "vocab.txt",
+                               "tokenizer_config.json", "checksums.json", "discriminator",
+                               "generator", "masked_lm"), _is_model)
 
 
 def convert(src: str | Path, out: str | Path, *, direction: Literal["from_hf", "to_hf"],
-            generator: str | Path | None = None) -> Path:
+            generator: str | Path | None = None,
+            model_class: Callable[..., Electra] = Electra) -> Path:
     """``from_hf``: transformers dir(s) -> minielectra checkpoint; ``to_hf``: the reverse.
-    ``out`` is replaced as a whole, so an existing one holding anything but a model's files is
-    refused (it may be the user's folder of other things)."""
-    check_out_dir(out)
-    refuse_foreign(out, model_files, what="convert")
-    if direction == "from_hf":
-        return Electra.from_pretrained(src, generator=generator).save_pretrained(out)
-    if direction == "to_hf":
-        if generator is not None:
-            raise ValueError("generator= is only for direction='from_hf'")
-        return hf.export(Electra.from_pretrained(src), out)
-    raise ValueError(f"direction must be 'from_hf' or 'to_hf', got {direction!r}")
+    ``out`` is replaced as a whole (see the module docstring). ``model_class`` builds the model
+    from its configs (:func:`minielectra.objectives.compute.build_model` for any objective's)."""
+    if direction not in ("from_hf", "to_hf"):
+        raise ValueError(f"direction must be 'from_hf' or 'to_hf', got {direction!r}")
+    if direction == "to_hf" and generator is not None:
+        raise ValueError("generator= is only for direction='from_hf'")
+    flag = "--from-hf" if direction == "from_hf" else "--to-hf"
+    refuse_overlap(out, {flag: BUNDLED if str(src) == "bundled" else src,
+                         "--generator": generator})
+    model = load_pretrained(src, model_class, generator=generator)
+    with exclusive_output(out, CONVERTED) as tmp:
+        if direction == "from_hf":
+            model.save_pretrained(tmp)
+        else:
+            hf.export(model, tmp)
+    return Path(out)

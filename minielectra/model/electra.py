@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig
-from . import checkpoint
+from ..overrides import checked
 from .gdes import ResidualEmbeddings
 from .cpu import Linear, linear
 from .transformer import Embeddings, Encoder, init_sinusoidal_positions, init_weights
@@ -230,8 +230,6 @@ class Discriminator(nn.Module):
 
 # ------------------------------------------------------------------------- 6. the objective
 
-MLM_OBJECTIVES = ("mlm", "replace-mlm", "all-tokens-mlm")  # those that need `disc_mlm`
-
 
 def masked_lm_loss(logits: torch.Tensor, masked: MaskedInputs) -> torch.Tensor:
     """Cross-entropy ``(b, p, v)`` logits vs the originals, averaged over the used slots."""
@@ -258,7 +256,19 @@ def replaced_bce(logits: torch.Tensor, is_replaced: torch.Tensor,
     return (token_bce * weights).sum() / (weights.sum() + 1e-6)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
+class CorruptedBatch:
+    """Steps 1-4 on one batch (:meth:`Electra.corrupt`): what the discriminator is shown."""
+
+    masked: MaskedInputs  # step 1: the generator's input and where it was masked
+    gen_logits: torch.Tensor  # (b, p, v) step 2: the generator's logits at the masked slots
+    gen_loss: torch.Tensor  # the generator's MLM loss over the used slots
+    sampled_ids: torch.Tensor  # (b, p) step 3: one sample per slot
+    corrupted_ids: torch.Tensor  # (b, n) step 4: the originals with the samples put in
+    is_replaced: torch.Tensor  # (b, n) bool: the discriminator's labels
+
+
+@dataclass(kw_only=True)
 class ElectraOutput:
     """Everything one forward pass computed: losses, metrics, and per-token views."""
 
@@ -277,21 +287,32 @@ class ElectraOutput:
 class Electra(nn.Module):
     """Generator + discriminator + the ELECTRA objective; ``forward`` returns the training loss."""
 
+    # The objectives these networks train (minielectra.objectives); the MLM baselines of paper
+    # Table 5 add a head of their own (objectives.masked_lm.MaskedLMBaseline).
+    trains = ("electra", "electra-15")
+
     def __init__(self, config: ModelConfig, objective: ObjectiveConfig | None = None):
         super().__init__()
-        config.validate()
-        self.config = config
-        self.objective = objective or ObjectiveConfig()
-        self.objective.validate()
+        self.config = checked(config, "model.")  # types, then ranges
+        self.objective = checked(objective or ObjectiveConfig(), "objective.")
+        if self.objective.name not in self.trains:
+            raise ValueError(f"{type(self).__name__} does not train objective.name="
+                             f"{self.objective.name!r}: build the model with "
+                             "minielectra.objectives.compute.build_model")
         self.tokenizer = None  # attached by from_pretrained when the checkpoint has one
-        gen_cfg = config.generator()
+        self.build()
+        self.reset_parameters()
+
+    def build(self, *, generator: bool = True) -> None:
+        """The discriminator and the generator, sharing what ``model.tying`` says (paper 3.2)."""
+        config, gen_cfg = self.config, self.config.generator()
         # gdes: the generator owns the tables; the discriminator reads them through a
         # stop-gradient plus a residual of its own (minielectra.model.gdes).
         gdes_base = Embeddings(gen_cfg) if config.tying == "gdes" else None
         self.discriminator = Discriminator(
             config, embeddings=None if gdes_base is None else ResidualEmbeddings(config, gdes_base))
         shared = self.discriminator.encoder.embeddings
-        if self.objective.name == "mlm":  # BERT's baseline corrupts with [MASK]: no generator
+        if not generator:  # a discriminator alone (BERT's baseline corrupts with [MASK])
             self.generator = None
         elif config.tying == "all":  # one encoder for both; only the heads differ
             self.generator = Generator(gen_cfg, encoder=self.discriminator.encoder)
@@ -301,12 +322,6 @@ class Electra(nn.Module):
             self.generator = Generator(gen_cfg, embeddings=gdes_base)
         else:
             self.generator = Generator(gen_cfg)
-        # The MLM baselines of paper Table 5 (minielectra.objectives: mlm, replace-mlm,
-        # all-tokens-mlm) predict token identities with the discriminator's encoder, so it gets
-        # an MLM head of its own; the encoder that fine-tunes stays `discriminator.encoder`.
-        self.disc_mlm = (Generator(config, encoder=self.discriminator.encoder)
-                         if self.objective.name in MLM_OBJECTIVES else None)
-        self.reset_parameters()
 
     def reset_parameters(self) -> None:
         init_weights(self, self.config.initializer_range)
@@ -325,23 +340,23 @@ class Electra(nn.Module):
         if attention_mask is None:
             attention_mask = input_ids != self.config.pad_token_id
         obj = self.objective
-        masked, gen_logits, gen_loss, sampled, corrupted, is_replaced = self.corrupt(
-            input_ids, attention_mask, token_type_ids, generator=generator)
+        c = self.corrupt(input_ids, attention_mask, token_type_ids, generator=generator)
 
-        disc_logits = self.discriminator(corrupted, attention_mask, token_type_ids)  # (b, n)
+        disc_logits = self.discriminator(c.corrupted_ids, attention_mask, token_type_ids)  # (b, n)
         # Over every real token, [CLS] and [SEP] included: ELECTRA's efficiency.
-        disc_loss = replaced_bce(disc_logits, is_replaced, attention_mask.float())
+        disc_loss = replaced_bce(disc_logits, c.is_replaced, attention_mask.float())
+        loss = obj.gen_weight * c.gen_loss + obj.disc_weight * disc_loss
 
-        loss = obj.gen_weight * gen_loss + obj.disc_weight * disc_loss
-        metrics = _metrics(gen_logits, masked, disc_logits, is_replaced, attention_mask)
-        return ElectraOutput(loss, gen_loss, disc_loss, metrics, corrupted, is_replaced,
-                             disc_logits, masked, gen_logits, sampled)
+        return ElectraOutput(
+            loss=loss, gen_loss=c.gen_loss, disc_loss=disc_loss,
+            metrics=_metrics(c.gen_logits, c.masked, disc_logits, c.is_replaced, attention_mask),
+            corrupted_ids=c.corrupted_ids, is_replaced=c.is_replaced, disc_logits=disc_logits,
+            masked=c.masked, gen_logits=c.gen_logits, sampled_ids=c.sampled_ids)
 
     def corrupt(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, *,
-                generator: torch.Generator | None = None) -> tuple:
-        """Steps 1-4: mask, let the generator predict, sample, replace. Returns ``(masked,
-        gen_logits (b, p, v), gen_loss, sampled (b, p), corrupted (b, n), is_replaced (b, n))``."""
+                generator: torch.Generator | None = None) -> CorruptedBatch:
+        """Steps 1-4: mask, let the generator predict, sample, replace."""
         masked = mask_tokens(input_ids, attention_mask, self.config, self.objective,
                              generator=generator)
         # The generator predicts the originals, with vocabulary logits at the masked slots only.
@@ -352,7 +367,9 @@ class Electra(nn.Module):
         sampled = gumbel_max_sample(gen_logits, temperature=self.objective.temperature,
                                     generator=generator)
         corrupted, is_replaced = replace_tokens(input_ids, attention_mask, masked, sampled)
-        return masked, gen_logits, gen_loss, sampled, corrupted, is_replaced
+        return CorruptedBatch(masked=masked, gen_logits=gen_logits, gen_loss=gen_loss,
+                              sampled_ids=sampled, corrupted_ids=corrupted,
+                              is_replaced=is_replaced)
 
     # ---------------------------------------------------------------------- checkpoints
     @classmethod
@@ -363,10 +380,12 @@ class Electra(nn.Module):
         ``generator`` optionally the generator (ElectraForMaskedLM). The model comes back in
         training mode, ready to continue pre-training; call ``.eval()`` for inference.
         """
+        from . import checkpoint  # the file formats load when first used
         return checkpoint.load_pretrained(path, cls, generator=generator)
 
     def save_pretrained(self, path: str | Path) -> Path:
         """Write minielectra's format: ``model.safetensors``, ``config.json``, tokenizer."""
+        from . import checkpoint
         return checkpoint.save_pretrained(self, path)
 
 

@@ -33,10 +33,11 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from ..config import ModelConfig, ObjectiveConfig, Tying, _from_dict
-from ..safeio import read_json
+from ..config import ModelConfig, ObjectiveConfig, Tying
+from ..overrides import from_dict
+from ..safeio import read_json, write_file
 from .storage import (CheckpointError, atomic_dir, check_state, load_tokenizer,
-                      write_error)
+                      order_safetensors_file, write_error)
 from .gdes import plain_state_dict
 
 logger = logging.getLogger(__name__)
@@ -200,7 +201,7 @@ def config_from_hf(disc: dict | None, gen: dict | None, *, tying: Tying,
 def _objective(config: dict, directory: Path) -> ObjectiveConfig:
     """The pre-training objective our export wrote into ``config.json``, else the paper's."""
     try:
-        return _from_dict(ObjectiveConfig, config.get(OBJECTIVE_KEY, {}), prefix="objective.")
+        return from_dict(ObjectiveConfig, config.get(OBJECTIVE_KEY, {}), prefix="objective.")
     except (KeyError, ValueError) as e:
         raise CheckpointError(f"{directory}/config.json: {OBJECTIVE_KEY}: "
                               f"{e.args[0] if e.args else e}") from None
@@ -359,13 +360,14 @@ def export(model: nn.Module, path: str | Path) -> Path:
             out = tmp / name
             out.mkdir()
             config = hf_config(cfg, role) | {OBJECTIVE_KEY: dataclasses.asdict(model.objective)}
-            (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+            write_file(out / "config.json", json.dumps(config, indent=2) + "\n")
             # transformers refuses safetensors files without this metadata.
             try:
                 save_file(to_hf_state(net, role), out / "model.safetensors",
                           metadata={"format": "pt"})
             except SafetensorError as e:  # a full disk: an OSError naming the file
                 raise write_error(e, path / name / "model.safetensors") from None
+            order_safetensors_file(out / "model.safetensors")  # identical weights, same bytes
             if model.tokenizer is not None:
                 model.tokenizer.save(out)
     return path

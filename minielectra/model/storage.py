@@ -17,14 +17,15 @@ import logging
 import os
 import re
 import shutil
+import struct
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import torch
 
-from ..data.files import first_damaged, sha256_sums
-from ..safeio import public_modes
+from ..data.files import first_damaged, outside, sha256_sums
+from ..safeio import named_at, public_modes, write_file
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def write_checksums(directory: Path) -> None:
     optimiser state and vocab.txt have no other check (a vocab cut short still loads)."""
     files = sorted(p for p in Path(directory).rglob("*") if p.is_file() and p.suffix != ".json")
     sums = sha256_sums(directory, [p.relative_to(directory).as_posix() for p in files])
-    (Path(directory) / CHECKSUMS).write_text(json.dumps({"sha256": sums}, indent=2) + "\n")
+    write_file(Path(directory) / CHECKSUMS, json.dumps({"sha256": sums}, indent=2) + "\n")
 
 
 def verify_checksums(directory: Path, names=None) -> bool:
@@ -112,11 +113,45 @@ def verify_checksums(directory: Path, names=None) -> bool:
         sums = json.loads(path.read_text())["sha256"]
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
         raise DamagedCheckpointError(f"{path}: unreadable ({e!r})") from None
+    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
+        raise DamagedCheckpointError(f"{path}: damaged (\"sha256\" is not a map of file names "
+                                     "to sums)")
+    away = [name for name in sums if outside(directory, name)]  # never read, whichever asked
     problem = first_damaged(directory, {name: digest for name, digest in sums.items()
-                                        if names is None or name in names})
+                                        if names is None or name in names or name in away})
     if problem:
         raise DamagedCheckpointError(problem)
     return True
+
+
+def _ordered_header(raw: bytes) -> bytes:
+    """The same header in one order, padded to its length: metadata keys sorted, then the
+    tensors by their place in the file. safetensors writes its metadata in the order of a hash
+    map seeded afresh in every process, so identical weights gave files, and checksums, that
+    differed."""
+    header = json.loads(raw)
+    meta = header.pop("__metadata__", None)
+    ordered = {"__metadata__": dict(sorted(meta.items()))} if meta is not None else {}
+    ordered.update(sorted(header.items(), key=lambda kv: (kv[1]["data_offsets"], kv[0])))
+    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(text) > len(raw):  # the same entries: never longer than safetensors' own
+        raise ValueError("safetensors header grew when ordered")
+    return text + b" " * (len(raw) - len(text))
+
+
+def canonical_safetensors(data: bytes) -> bytes:
+    """``data`` (a safetensors file's bytes) with its header in one order (:func:`_ordered_header`)."""
+    n = struct.unpack("<Q", data[:8])[0]
+    return data[:8] + _ordered_header(data[8:8 + n]) + data[8 + n:]
+
+
+def order_safetensors_file(path: str | Path) -> None:
+    """Put the header of the safetensors file ``path`` in one order, in place (same length)."""
+    with open(path, "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = _ordered_header(f.read(n))
+        f.seek(8)
+        f.write(header)
 
 
 # ------------------------------------------------------------------------ 3. atomic writes
@@ -146,12 +181,15 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
             old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
             os.rename(path, old / "checkpoint")
         os.rename(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if old is not None and not path.exists():  # put the previous version back
             os.rename(old / "checkpoint", path)
         shutil.rmtree(tmp, ignore_errors=True)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+        if isinstance(e, OSError) and (Path(e.filename).is_relative_to(tmp) if e.filename
+                                       else e.errno == errno.ENOSPC):
+            raise named_at(e, tmp, path) from None  # named as the user will look for it
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

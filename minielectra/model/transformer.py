@@ -18,6 +18,7 @@ from torch import nn
 from .attention import MultiHeadAttention, padding_mask
 from .cpu import Embedding, Linear
 from ..config import ModelConfig
+from .variants import extra_norm
 
 
 class Embeddings(nn.Module):
@@ -53,14 +54,12 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d = cfg.hidden_size
-        extra_eps = cfg.layer_norm_eps if cfg.extra_norm else None  # model.extra_norm
+        # merged_norm and ffn_mid_norm: LayerNorms with model.extra_norm only (.variants)
         self.attn = MultiHeadAttention(d, cfg.num_heads, dropout=cfg.attention_dropout,
-                                       impl=cfg.attention, merged_norm_eps=extra_eps)
+                                       impl=cfg.attention, merged_norm=extra_norm(d, cfg))
         self.attn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.ffn_in = Linear(d, cfg.intermediate_size)
-        # model.extra_norm: a LayerNorm on the FFN's activations, before its second layer
-        self.ffn_mid_norm = (nn.LayerNorm(cfg.intermediate_size, eps=cfg.layer_norm_eps)
-                             if cfg.extra_norm else None)
+        self.ffn_mid_norm = extra_norm(cfg.intermediate_size, cfg)
         self.ffn_out = Linear(cfg.intermediate_size, d)
         self.ffn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.dropout)

@@ -5,13 +5,21 @@ are trained; the default (``electra``, ``joint``) is exactly ``Electra.forward``
 returns an :class:`~minielectra.model.electra.ElectraOutput`: ``loss`` to minimise, ``gen_loss``
 (the generator's, 0 where none runs), ``disc_loss`` (the loss of the network we keep, whatever
 its head), detached scalar ``metrics`` and the per-token views it has.
+
+:func:`build_model` and :func:`load_model` give the model an objective trains: an
+:class:`~minielectra.model.electra.Electra`, or for the MLM baselines a
+:class:`~.masked_lm.MaskedLMBaseline` (the same networks plus an MLM head).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
-from ..model.electra import ElectraOutput
+from ..config import ModelConfig, ObjectiveConfig
+from ..model import checkpoint
+from ..model.electra import Electra, ElectraOutput
 from . import discriminative, masked_lm
 
 # Objectives whose kept network is a replaced-token detector (held-out AUC makes sense for them).
@@ -20,6 +28,19 @@ DISCRIMINATIVE = ("electra", "electra-15")
 _OBJECTIVES = {"mlm": masked_lm.mlm, "replace-mlm": masked_lm.replace_mlm,
                "all-tokens-mlm": masked_lm.all_tokens_mlm,
                "electra-15": discriminative.electra_15}
+
+
+def build_model(config: ModelConfig, objective: ObjectiveConfig | None = None) -> Electra:
+    """A freshly initialised model for ``objective`` (default: ELECTRA's)."""
+    objective = objective or ObjectiveConfig()
+    baseline = objective.name in masked_lm.MLM_OBJECTIVES
+    return (masked_lm.MaskedLMBaseline if baseline else Electra)(config, objective)
+
+
+def load_model(path: str | Path, *, generator: str | Path | None = None) -> Electra:
+    """:meth:`Electra.from_pretrained` for a checkpoint of any objective, an MLM baseline's
+    with its head."""
+    return checkpoint.load_pretrained(path, build_model, generator=generator)
 
 
 def compute(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,

@@ -53,25 +53,27 @@ def two_stage(model, input_ids, attention_mask, token_type_ids=None, *,
     switch = switch_step(model.objective, max_steps)
     obj = model.objective
     if step < switch:
-        masked, gen_logits, gen_loss, *_ = model.corrupt(input_ids, attention_mask,
-                                                         token_type_ids, generator=generator)
-        zero = gen_loss.new_zeros(())
-        metrics = {"gen_accuracy": masked_accuracy(gen_logits, masked), "stage": zero + 1}
-        return ElectraOutput(obj.gen_weight * gen_loss, gen_loss, zero, metrics, masked=masked,
-                             gen_logits=gen_logits)
+        c = model.corrupt(input_ids, attention_mask, token_type_ids, generator=generator)
+        zero = c.gen_loss.new_zeros(())
+        metrics = {"gen_accuracy": masked_accuracy(c.gen_logits, c.masked), "stage": zero + 1}
+        return ElectraOutput(loss=obj.gen_weight * c.gen_loss, gen_loss=c.gen_loss,
+                             disc_loss=zero, metrics=metrics, masked=c.masked,
+                             gen_logits=c.gen_logits)
     if step == switch:
         with torch.no_grad():
             model.discriminator.encoder.load_state_dict(model.generator.encoder.state_dict())
     with torch.no_grad():  # frozen: no graph, no gradient
-        masked, gen_logits, gen_loss, sampled, corrupted, is_replaced = model.corrupt(
-            input_ids, attention_mask, token_type_ids, generator=generator)
-    disc_logits = model.discriminator(corrupted, attention_mask, token_type_ids)  # (b, n)
-    disc_loss = replaced_bce(disc_logits, is_replaced, attention_mask.float())
-    metrics = {"gen_accuracy": masked_accuracy(gen_logits, masked), "stage": gen_loss.new_ones(()) * 2,
-               "disc_accuracy": (((disc_logits > 0) == is_replaced) & attention_mask.bool()).sum()
+        c = model.corrupt(input_ids, attention_mask, token_type_ids, generator=generator)
+    disc_logits = model.discriminator(c.corrupted_ids, attention_mask, token_type_ids)  # (b, n)
+    disc_loss = replaced_bce(disc_logits, c.is_replaced, attention_mask.float())
+    metrics = {"gen_accuracy": masked_accuracy(c.gen_logits, c.masked),
+               "stage": c.gen_loss.new_ones(()) * 2,
+               "disc_accuracy": (((disc_logits > 0) == c.is_replaced) & attention_mask.bool()).sum()
                / attention_mask.sum().clamp_min(1)}
-    return ElectraOutput(obj.disc_weight * disc_loss, gen_loss, disc_loss, metrics, corrupted,
-                         is_replaced, disc_logits, masked, gen_logits, sampled)
+    return ElectraOutput(loss=obj.disc_weight * disc_loss, gen_loss=c.gen_loss,
+                         disc_loss=disc_loss, metrics=metrics, corrupted_ids=c.corrupted_ids,
+                         is_replaced=c.is_replaced, disc_logits=disc_logits, masked=c.masked,
+                         gen_logits=c.gen_logits, sampled_ids=c.sampled_ids)
 
 
 def reinforce_loss(out: ElectraOutput) -> torch.Tensor:

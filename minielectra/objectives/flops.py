@@ -164,11 +164,10 @@ def counted_flops(cfg: RunConfig, *, batch_size: int = 2, step: int = 0) -> int:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from ..model.electra import Electra
-    from .compute import compute
+    from .compute import build_model, compute
 
     m = dataclasses.replace(cfg.model, attention="reference")
-    model = Electra(m, dataclasses.replace(cfg.objective))
+    model = build_model(m, dataclasses.replace(cfg.objective))
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(5, m.vocab_size, (batch_size, cfg.data.max_seq_len), generator=g)
     ids[:, 0], ids[:, -1] = m.cls_token_id, m.sep_token_id

@@ -2,7 +2,8 @@
 and ELECTRA (Clark et al. 2020, section 3.2, "Replace MLM" and "All-Tokens MLM").
 
 In all three the network we keep predicts token *identities* with an MLM head; it is
-``model.discriminator.encoder`` with the head ``model.disc_mlm``, so the checkpoint format and
+``model.discriminator.encoder`` with the head ``model.disc_mlm`` (:class:`MaskedLMBaseline`, an
+:class:`~minielectra.model.electra.Electra` with that head added), so the checkpoint format and
 fine-tuning are those of an ELECTRA discriminator.
 
 - ``mlm``: BERT. Mask 15% of the tokens; of those 80% become [MASK], 10% a random token, 10%
@@ -28,8 +29,21 @@ import torch
 import torch.nn.functional as F
 
 from ..config import ObjectiveConfig
-from ..model.electra import (ElectraOutput, MaskedInputs, mask_tokens, masked_accuracy,
-                              masked_lm_loss)
+from ..model.electra import (Electra, ElectraOutput, Generator, MaskedInputs, mask_tokens,
+                              masked_accuracy, masked_lm_loss)
+
+MLM_OBJECTIVES = ("mlm", "replace-mlm", "all-tokens-mlm")
+
+
+class MaskedLMBaseline(Electra):
+    """ELECTRA's networks plus ``disc_mlm``, an MLM head on the discriminator's encoder (whose
+    output matrix is the discriminator's word embeddings). ``mlm`` runs no generator."""
+
+    trains = MLM_OBJECTIVES
+
+    def build(self) -> None:
+        super().build(generator=self.objective.name != "mlm")  # BERT corrupts with [MASK] only
+        self.disc_mlm = Generator(self.config, encoder=self.discriminator.encoder)
 
 
 def bert_masking(model) -> ObjectiveConfig:
@@ -55,28 +69,27 @@ def mlm(model, input_ids, attention_mask, token_type_ids=None, *,
                                         masked.positions)  # (b, p, v)
     loss, accuracy = masked_ce(logits, masked)
     metrics = {"mlm_accuracy": accuracy, **_fractions(masked, attention_mask)}
-    return ElectraOutput(loss, loss.new_zeros(()), loss, metrics, corrupted_ids=masked.input_ids,
-                         masked=masked, gen_logits=logits)
+    return ElectraOutput(loss=loss, gen_loss=loss.new_zeros(()), disc_loss=loss, metrics=metrics,
+                         corrupted_ids=masked.input_ids, masked=masked, gen_logits=logits)
 
 
 def replace_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
                 generator: torch.Generator | None = None) -> ElectraOutput:
     """MLM on generator samples instead of [MASK]: loss at the masked positions only."""
-    obj = model.objective
-    masked, gen_logits, gen_loss, sampled, corrupted, is_replaced = model.corrupt(
-        input_ids, attention_mask, token_type_ids, generator=generator)
-    logits = model.disc_mlm.slot_logits(corrupted, attention_mask, token_type_ids,
-                                        masked.positions)  # (b, p, v): originals from corrupted
-    loss, accuracy = masked_ce(logits, masked)
+    c = model.corrupt(input_ids, attention_mask, token_type_ids, generator=generator)
+    logits = model.disc_mlm.slot_logits(c.corrupted_ids, attention_mask, token_type_ids,
+                                        c.masked.positions)  # (b, p, v): originals from corrupted
+    loss, accuracy = masked_ce(logits, c.masked)
     # The generator keeps its usual MLM loss (weight gen_weight); the kept network's loss is a
     # cross-entropy like the generator's, so it gets weight 1, not ELECTRA's 50 (that weight
     # balances a binary loss against a 30k-way one).
-    total = obj.gen_weight * gen_loss + loss
-    metrics = {"mlm_accuracy": accuracy, "gen_accuracy": masked_accuracy(gen_logits, masked),
-               "replaced_fraction": is_replaced.sum() / attention_mask.sum().clamp_min(1),
-               **_fractions(masked, attention_mask)}
-    return ElectraOutput(total, gen_loss, loss, metrics, corrupted, is_replaced, None, masked,
-                         gen_logits, sampled)
+    metrics = {"mlm_accuracy": accuracy, "gen_accuracy": masked_accuracy(c.gen_logits, c.masked),
+               "replaced_fraction": c.is_replaced.sum() / attention_mask.sum().clamp_min(1),
+               **_fractions(c.masked, attention_mask)}
+    return ElectraOutput(loss=model.objective.gen_weight * c.gen_loss + loss,
+                         gen_loss=c.gen_loss, disc_loss=loss, metrics=metrics,
+                         corrupted_ids=c.corrupted_ids, is_replaced=c.is_replaced,
+                         masked=c.masked, gen_logits=c.gen_logits, sampled_ids=c.sampled_ids)
 
 
 def copy_log_prob(vocab_logits: torch.Tensor, gate_logits: torch.Tensor,
@@ -100,9 +113,8 @@ def copy_log_prob(vocab_logits: torch.Tensor, gate_logits: torch.Tensor,
 def all_tokens_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
                    generator: torch.Generator | None = None) -> ElectraOutput:
     """Predict every token's original from the corrupted input, with the copy gate."""
-    obj = model.objective
-    masked, gen_logits, gen_loss, sampled, corrupted, is_replaced = model.corrupt(
-        input_ids, attention_mask, token_type_ids, generator=generator)
+    c = model.corrupt(input_ids, attention_mask, token_type_ids, generator=generator)
+    corrupted, masked = c.corrupted_ids, c.masked
     hidden = model.discriminator.encoder(corrupted, attention_mask, token_type_ids)  # (b, n, d)
     vocab_logits = model.disc_mlm.mlm_logits(hidden)  # (b, n, v): every position this time
     # The gate is the discriminator's own head: D(x_t) ~ P(original), the mirror of ELECTRA's.
@@ -124,9 +136,11 @@ def all_tokens_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
     metrics = {"all_token_accuracy": ((pred == input_ids) & real).sum() / real.sum().clamp_min(1),
                "mlm_accuracy": ((pred_slots == masked.targets) & slots).sum()
                / slots.sum().clamp_min(1),
-               "gen_accuracy": masked_accuracy(gen_logits, masked),
-               "replaced_fraction": is_replaced.sum() / real.sum().clamp_min(1),
+               "gen_accuracy": masked_accuracy(c.gen_logits, masked),
+               "replaced_fraction": c.is_replaced.sum() / real.sum().clamp_min(1),
                **_fractions(masked, attention_mask)}
-    total = obj.gen_weight * gen_loss + loss
-    return ElectraOutput(total, gen_loss, loss, metrics, corrupted, is_replaced, -gate_logits,
-                         masked, gen_logits, sampled)
+    return ElectraOutput(loss=model.objective.gen_weight * c.gen_loss + loss,
+                         gen_loss=c.gen_loss, disc_loss=loss, metrics=metrics,
+                         corrupted_ids=corrupted, is_replaced=c.is_replaced,
+                         disc_logits=-gate_logits, masked=masked, gen_logits=c.gen_logits,
+                         sampled_ids=c.sampled_ids)

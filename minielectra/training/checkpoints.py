@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
 import re
 import shutil
@@ -35,12 +36,13 @@ def checkpoint_dir(out_dir: str | Path) -> Path:
 
 
 def list_checkpoints(out_dir: str | Path) -> list[tuple[int, Path]]:
-    """Complete checkpoints as ``(step, path)``, oldest first. Temporary dirs are not listed."""
+    """Complete checkpoints as ``(step, path)``, oldest first. Temporary dirs, those being
+    deleted and links (never the run's own) are not listed."""
     root = checkpoint_dir(out_dir)
     found = []
     for p in root.iterdir() if root.is_dir() else []:
         m = _STEP_DIR.match(p.name)
-        if m and (p / STATE_FILE).is_file():
+        if m and not p.is_symlink() and (p / STATE_FILE).is_file():
             found.append((int(m.group(1)), p))
     return sorted(found)
 
@@ -62,6 +64,24 @@ def resolve_checkpoint(checkpoint: str | Path) -> Path:
         raise FileNotFoundError(f"{checkpoint}: not a checkpoint directory, nor a run directory "
                                 "with checkpoints/step_*")
     return latest
+
+
+def load_checkpoint(checkpoint: str | Path, load=None) -> tuple[Any, Path]:
+    """``(load(path), path)`` for what :func:`resolve_checkpoint` finds (``load``: default
+    ``Electra.from_pretrained``). A run still training prunes its older checkpoints: when the
+    one picked is deleted while it is read, the newest complete one is read instead."""
+    load = load or Electra.from_pretrained
+    for attempt in range(5):
+        path = resolve_checkpoint(checkpoint)
+        try:
+            loaded = load(path)
+        except (OSError, CheckpointError):
+            if path.is_dir() or attempt == 4:  # still there: the error is the checkpoint's own
+                raise
+            continue
+        if path.is_dir() or attempt == 4:  # not deleted while it was read
+            return loaded, path
+    raise AssertionError("unreachable")
 
 
 def milestone_steps(t: TrainConfig) -> set[int]:
@@ -92,9 +112,14 @@ def prune_checkpoints(out_dir: str | Path, t: TrainConfig) -> list[Path]:
     deleted = []
     for s, p in found:
         if s not in keep and s not in recent and not (every and s % every == 0):
-            shutil.rmtree(p)
+            # renamed first, in one step: a reader (evaluate --checkpoint RUN) meanwhile finds
+            # the whole checkpoint or none, never one with half its files deleted
+            gone = p.with_name(f".{p.name}.deleting-{os.getpid()}")
+            os.rename(p, gone)
+            shutil.rmtree(gone)
             deleted.append(p)
-    for p in checkpoint_dir(out_dir).glob(".step_*.tmp-*"):  # leftovers of a crashed write
+    for p in [*checkpoint_dir(out_dir).glob(".step_*.tmp-*"),  # leftovers of a crashed write
+              *checkpoint_dir(out_dir).glob(".step_*.deleting-*")]:  # or of a killed prune
         shutil.rmtree(p, ignore_errors=True)
     return deleted
 

@@ -35,8 +35,8 @@ from ..data.corpus import absent_local_corpora, open_corpus
 from ..data.dataset import build_dataset
 from ..data.prepare import load_prepared
 from ..model.electra import Electra
-from ..objectives.compute import DISCRIMINATIVE, compute
-from .checkpoints import resolve_checkpoint
+from ..objectives.compute import DISCRIMINATIVE, compute, load_model
+from .checkpoints import load_checkpoint
 from .device import autocast
 
 log = logging.getLogger(__name__)
@@ -200,12 +200,14 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     for name, value in (("max_examples", max_examples), ("batch_size", batch_size)):
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
-    path = resolve_checkpoint(checkpoint)
-    model = Electra.from_pretrained(path)
+    def read(path: Path):
+        model = load_model(path)
+        return model, run_config_for(path, model), (path / RUN_CONFIG).is_file()
+    # a run dir: its newest complete checkpoint, never one its pruning is deleting
+    (model, cfg, has_run_config), path = load_checkpoint(checkpoint, read)
     if model.tokenizer is None:
         raise FileNotFoundError(f"{path}: the checkpoint has no vocab.txt to tokenize text with")
-    cfg = run_config_for(path, model)
-    if (path / RUN_CONFIG).is_file():
+    if has_run_config:
         model.objective = cfg.objective
     batch_size = batch_size or cfg.train.batch_size
     seed = cfg.train.seed if seed is None else seed

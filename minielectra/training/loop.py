@@ -2,7 +2,7 @@
 
 google-research/electra ``run_pretraining.py`` (``tutorial/appendix_official_recipe.md`` section
 A.1): gradient accumulation, clipping at global norm 1.0, the official optimiser and schedule
-(:mod:`.optim`), a NaN guard that never stalls the GPU (:mod:`.step`), a tqdm bar,
+(:mod:`.optim`), a NaN guard that never stalls the GPU (:mod:`.step`), progress lines,
 ``metrics.jsonl``, periodic held-out evaluation (:mod:`.evaluate`), a wall-clock budget,
 checkpoints (:mod:`.checkpoints`) and ``resume=True`` that continues bit-for-bit on CPU. What
 happens before the first step (config checks, data, model, the run directory) is :mod:`.setup`.
@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from tqdm.auto import tqdm
 
 from ..config import RunConfig
 from ..data.dataset import batch_iterator, prefetch
@@ -30,8 +29,9 @@ from .device import resolve_device
 from .evaluate import evaluate_model, heldout_batches
 from .interrupt import Interrupted, SigintFlag, deferred_sigint
 from .optim import build_optimizer, lr_at, set_lr
-from .setup import (check_types, lock_run_dir, model_and_data, prepare_out_dir,
-                    refuse_earlier_run, release_run_dir, resume_point)
+from .setup import (lock_run_dir, model_and_data, prepare_out_dir, refuse_earlier_run,
+                    refuse_inputs_as_output, release_run_dir, resume_point)
+from ..progress import progress_bar
 from .ranks import Ranks, seed_slice
 from .step import MetricsLog, NanGuard, train_step
 
@@ -50,9 +50,9 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     this process's place in a data-parallel run (:mod:`.ranks`, :mod:`minielectra.distributed`).
     Ctrl-C (or SIGTERM) saves the last completed step and raises :class:`.interrupt.Interrupted`.
     """
-    check_types(cfg)  # these refusals come before the lock creates train.out_dir
-    cfg.validate()
+    cfg.validate()  # types and ranges: refused before the lock creates train.out_dir
     resolve_device(cfg.train)
+    refuse_inputs_as_output(cfg)
     # One run per directory (rank 0 holds it for a data-parallel run), released when we return.
     lock = lock_run_dir(cfg.train.out_dir) if ranks.main else None
     try:
@@ -113,7 +113,7 @@ class Run:
             self.batches = prefetch(self.batches)
         self.eval_data = list(heldout_batches(heldout_ds, batch_size=t.batch_size,
                                               max_examples=t.eval_examples, device=self.device))
-        self.bar = tqdm(total=t.max_steps, initial=self.step, disable=not progress,
+        self.bar = progress_bar(total=t.max_steps, initial=self.step, disable=not progress,
                         desc="pretrain", dynamic_ncols=True)
         self.log = MetricsLog(metrics_path, self.bar, self.start_time, on_record=on_record,
                               reduce=ranks.reduce)

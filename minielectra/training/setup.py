@@ -1,7 +1,9 @@
 """Everything before the first step: config checks, resume checks, data, model, run directory.
 
-A run first locks its directory (:func:`lock_run_dir`: a second run on the same ``--out`` is
-refused, naming the holder). A fresh run refuses a directory that holds an earlier run's
+A run first checks and locks its directory (:func:`lock_run_dir`): a file in the way that no
+earlier run wrote there (by the directory's record, :mod:`minielectra.ownership`) is refused, as
+is an ``--out`` that is, holds or lies inside its corpus, and a second run on the same ``--out``
+(naming the holder). A fresh run refuses a directory that holds an earlier run's
 checkpoints; a resumed run continues from the newest *intact* checkpoint (checked against its
 sha256 sums; a damaged one is named and set aside) and refuses one written by another
 configuration (naming the keys that differ). Then the corpus goes through the tokenizer and the
@@ -11,6 +13,7 @@ tokenizer's vocabulary and special ids.
 Run layout (``train.out_dir``)::
 
     run.lock                held (a POSIX lock) while a run uses the directory: pid, host, start
+    .minielectra-files.json the record of what minielectra wrote here (ownership.MANIFEST)
     config.json             the resolved RunConfig
     metrics.jsonl           one JSON object per logged step ("kind": "train" | "eval")
     tokenizer/              the vocabulary the run trained or loaded
@@ -23,7 +26,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import typing
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +38,9 @@ from ..data.dataset import build_dataset
 from ..data.prepare import load_prepared
 from ..data.tokenizer import resolve_tokenizer
 from ..model.electra import Electra
+from ..objectives.compute import build_model, load_model
 from ..model.storage import CheckpointError, verify_checksums
+from ..ownership import MANIFEST, Layout, check_claim, claim, refuse_overlap
 from ..safeio import LOCK_FILE, FolderBusy, FolderLock, write_file
 from .checkpoints import checkpoint_dir, list_checkpoints
 
@@ -46,9 +51,34 @@ log = logging.getLogger(__name__)
 RunDirBusy = FolderBusy  # another process is running in the same ``train.out_dir``
 
 
+def _is_run(folder: Path) -> bool:
+    """A run directory's own record: a ``config.json`` that reads as a whole run config."""
+    saved = json.loads((folder / "config.json").read_text())
+    return {"model", "objective", "data", "train"} <= set(saved) and bool(
+        RunConfig.from_dict(saved))
+
+
+# What a run writes in train.out_dir (experiments add their judges' files to a run's directory).
+RUN_DIR = Layout("pretrain", ("config.json", "metrics.jsonl", "tokenizer", "checkpoints",
+                              "timing.json", "pretrain.json", "result.json"), _is_run)
+RUN_FILES = ("config.json", "metrics.jsonl", "tokenizer/", "checkpoints/")
+
+
+def refuse_inputs_as_output(cfg: RunConfig) -> None:
+    """``--out`` must not be, hold or lie inside what the run reads: the corpus (each part of
+    ``a+b``), a prepared folder, a vocabulary file."""
+    d = cfg.data
+    corpus = str(d.corpus or "")
+    parts = corpus.split("+") if "+" in corpus and not Path(corpus).exists() else [corpus]
+    for flag, path in [*(("--corpus", p) for p in parts), ("--data", d.prepared),
+                       ("data.vocab", d.vocab)]:
+        refuse_overlap(cfg.train.out_dir, {flag: path})
+
+
 def lock_run_dir(out_dir: str | Path) -> FolderLock:
     """Lock ``out_dir`` for this run (:class:`~minielectra.safeio.FolderLock`); release it with
-    :func:`release_run_dir`.
+    :func:`release_run_dir`. Refused first when a file the run writes is there and no earlier
+    run wrote it (by the directory's record, :mod:`minielectra.ownership`).
 
     Two runs in one directory would mix their ``config.json`` and ``metrics.jsonl``, and one's
     pruning would delete the other's checkpoints. The kernel drops the lock when the process ends,
@@ -58,59 +88,34 @@ def lock_run_dir(out_dir: str | Path) -> FolderLock:
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "--out (train.out_dir) is a file, not a "
                                  "directory", str(out))
+    check_claim(out, RUN_DIR, RUN_FILES)  # before the lock's file is made: it may be a user's
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     fresh = not (out / LOCK_FILE).exists()
     try:
         lock = FolderLock(out).acquire()
     except BaseException:
-        if created:
-            out.rmdir()
+        if created:  # what this call made, the lock's file at most: never hides the error
+            shutil.rmtree(out, ignore_errors=True)
         raise
     lock.created = (created, fresh)  # what a refused run takes away again
     return lock
 
 
 def release_run_dir(lock: FolderLock | None, *, failed: bool = False) -> None:
-    """Unlock. A run that ``failed`` before writing anything leaves no trace: the run.lock it
-    created goes, and the directory too when it made it."""
+    """Unlock. A run that ``failed`` before writing anything leaves no trace: the run.lock (and
+    the record) it created go, and the directory too when it made it. Cleaning up never hides
+    the error that failed the run."""
     if lock is None:
         return
     lock.release()
     created, fresh = getattr(lock, "created", (False, False))
-    if failed and fresh and [p.name for p in lock.folder.iterdir()] == [LOCK_FILE]:
-        (lock.folder / LOCK_FILE).unlink()
+    left = sorted(p.name for p in lock.folder.iterdir()) if lock.folder.is_dir() else []
+    if failed and fresh and set(left) <= {LOCK_FILE, MANIFEST}:
+        for name in left:
+            (lock.folder / name).unlink(missing_ok=True)
         if created:
-            lock.folder.rmdir()
-
-
-def check_types(cfg: RunConfig) -> None:
-    """Refuse a config whose values do not have their declared types (library callers can pass
-    anything; the CLI parses ``--set`` values already). ints are accepted where floats are."""
-    for section in ("model", "objective", "data", "train"):
-        obj = getattr(cfg, section)
-        for name, hint in typing.get_type_hints(type(obj)).items():
-            value, ok = getattr(obj, name), True
-            origin, args = typing.get_origin(hint), typing.get_args(hint)
-            if origin is typing.Literal:
-                ok = value in args
-            elif hint is float:
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            elif hint is int:
-                ok = isinstance(value, int) and not isinstance(value, bool)
-            elif hint in (bool, str):
-                ok = isinstance(value, hint)
-            elif origin is tuple:
-                ok = isinstance(value, (tuple, list)) and all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-            elif type(None) in args:
-                types = tuple(a for a in args if isinstance(a, type))
-                ok = value is None or isinstance(value, types)
-            if not ok:
-                raise ValueError(f"{section}.{name} expects {hint}, got {value!r}")
-    for name in ("dropout", "attention_dropout"):  # a probability; 1 or more drops everything
-        if not 0 <= getattr(cfg.model, name) < 1:
-            raise ValueError(f"model.{name} must be in [0, 1), got {getattr(cfg.model, name)}")
+            shutil.rmtree(lock.folder, ignore_errors=True)
 
 
 # Settings that may change between a run and its resume: they do not change the trajectory.
@@ -214,11 +219,11 @@ def set_token_ids(cfg: RunConfig, tokenizer) -> None:
 def model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, progress: bool):
     """The model (fresh, or the checkpoint's weights) and the train and held-out datasets."""
     torch.manual_seed(cfg.train.seed)  # first: the initial weights are a function of the seed
-    loaded = Electra.from_pretrained(ckpt) if ckpt is not None else None
+    loaded = load_model(ckpt) if ckpt is not None else None
     tokenizer, train_ds, heldout_ds = prepare_data(
         cfg, tokenizer=loaded.tokenizer if loaded is not None else None, progress=progress)
     set_token_ids(cfg, tokenizer)
-    model = Electra(cfg.model, cfg.objective)
+    model = build_model(cfg.model, cfg.objective)
     if loaded is not None:
         model.load_state_dict(loaded.state_dict())
     model.tokenizer = tokenizer
@@ -248,7 +253,7 @@ def prepare_out_dir(cfg: RunConfig, model: Electra, step: int,
     """``config.json``, ``tokenizer/`` and ``metrics.jsonl`` (emptied, or cut back to ``step``);
     returns the log's path and the steps already evaluated."""
     out = Path(cfg.train.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    claim(out, RUN_DIR, RUN_FILES)  # checked again under the lock; the record names them
     write_file(out / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
     model.tokenizer.save(out / "tokenizer")
     metrics_path = out / "metrics.jsonl"

@@ -105,7 +105,7 @@ class NanGuard:
 
 
 class MetricsLog:
-    """Averages step statistics between log lines; writes ``metrics.jsonl`` and the tqdm bar."""
+    """Averages step statistics between log lines; writes ``metrics.jsonl`` and the progress bar."""
 
     def __init__(self, path: Path | None, bar, start_time: float, *,
                  on_record: Callable[[dict[str, Any]], None] | None = None,

@@ -28,7 +28,7 @@ from ..safeio import write_file
 from .heldout import heldout_dataset, heldout_figure, heldout_scores, heldout_text
 from .report import read_metrics, training_report
 from .scoring import load_checkpoint, score_text
-from .strip import learning_slider, outcome, token_strip
+from .strip import hidden_pieces, learning_slider, outcome, token_strip
 from .timeline import score_checkpoints
 
 HOW_TO_READ = {
@@ -85,6 +85,8 @@ def viz_text(checkpoint: str | Path = "bundled", text: str = "", *,
     records = score_text(ckpt, text, replace=replace, seed=seed, top_k=top_k)
     if as_json:
         return records
+    if words:
+        hidden_pieces(records, replace, name="--replace")
     how = "replaced by hand" if replace else f"generator sample, seed {seed}"
     fig = token_strip(records, words=words, title=f"{ckpt.name}: {how}")
     path = write_page([("What the discriminator thinks of each token", HOW_TO_READ["strip"],
@@ -115,6 +117,8 @@ def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
         text = text if text is not None else heldout_text(last, dataset=dataset)
         result["text"] = text
         frames = score_checkpoints(found, text, replace=replace, seed=seed, last=last)
+        if words:
+            hidden_pieces(frames[-1][1], replace, name="--replace")
         if len(frames) > 1:
             sections.append(("Learning over time", HOW_TO_READ["slider"], learning_slider(
                 frames, words=words, title=f"{name}: one sentence, {len(frames)} checkpoints")))

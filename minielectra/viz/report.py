@@ -14,7 +14,7 @@ Example::
     training_report(read_metrics("runs/nano")).show()   # after a run
 
     live = LiveReport()
-    live.figure                              # a FigureWidget: show it in a notebook cell
+    live                                     # as a cell's last line: the live figure
     pretrain(cfg, on_record=live)            # it redraws as the records arrive
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .show import FIGURE_WIDTH, widget_bundle
+from .show import FIGURE_WIDTH, FigureView, widget_bundle
 
 PANELS = ("losses (train: lines, held-out: dots)", "accuracy (train: lines, held-out: dots)",
           "held-out ROC-AUC", "held-out precision and recall (P > 0.5)", "learning rate",
@@ -176,18 +176,25 @@ def training_report(records: list[dict], *, x: str = "steps",
 
 
 class LiveReport:
-    """A :func:`training_report` in a plotly ``FigureWidget`` that redraws as records arrive.
+    """A :func:`training_report` in a notebook that redraws as records arrive.
 
     Call it with each record (``pretrain(cfg, on_record=live)``). Redraws are at most one every
     ``every_s`` seconds, plus one at every held-out evaluation (the run's last record is one), so
-    a fast run does not spend its time drawing. ``refresh()`` redraws now.
+    a fast run does not spend its time drawing. ``refresh()`` redraws now. The figure is drawn in
+    a :class:`.show.FigureView` (``widget``), so a browser reload shows the run's latest curves;
+    ``figure`` is the figure drawn last. Each redraw draws the steps axis.
     """
 
     def __init__(self, records: list[dict] | None = None, *, title: str | None = None,
                  every_s: float = 1.0):
-        self.records = list(records or [])
+        self.records, self.title = list(records or []), title
         self.every_s, self.last_draw = every_s, float("-inf")
-        self.figure = go.FigureWidget(training_report(self.records, title=title))
+        self.view = FigureView(training_report(self.records, title=title))
+        self.widget = self.view.widget
+
+    @property
+    def figure(self) -> go.Figure:
+        return self.view.figure
 
     def __call__(self, record: dict) -> None:
         self.records.append(record)
@@ -195,20 +202,10 @@ class LiveReport:
             self.refresh()
 
     def refresh(self) -> None:
-        menu = self.figure.layout.updatemenus[0]
-        x = list(X_AXES)[menu.active or 0]  # keep the axis the reader chose
-        with self.figure.batch_update():  # new data only: the panels stay as they are
-            for shown, (_, kind, key, _) in zip(self.figure.data, SERIES):
-                shown.x, shown.y = series(self.records, kind, key, x)
-            self.figure.layout.updatemenus = _x_buttons(self.records)
-            self.figure.layout.updatemenus[0].active = list(X_AXES).index(x)
-            empty = iter(empty_panels(self.records))
-            for note in self.figure.layout.annotations:
-                if (note.name or "").startswith("empty "):
-                    note.visible = next(empty)
+        self.view.draw(training_report(self.records, title=self.title))
         self.last_draw = time.monotonic()
 
     def _ipython_display_(self):  # `live` as the last line of a cell shows the figure
         from IPython.display import display
-        display(widget_bundle(self.figure, "<LiveReport: the run's curves, drawn while the "
+        display(widget_bundle(self.widget, "<LiveReport: the run's curves, drawn while the "
                               "notebook runs>"), raw=True)

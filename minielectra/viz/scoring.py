@@ -49,7 +49,8 @@ import torch
 from ..data.tokenizer import WordPieceTokenizer
 from ..model.electra import Electra
 from ..model.storage import resolve_bundled
-from ..objectives.compute import DISCRIMINATIVE
+from ..objectives.compute import DISCRIMINATIVE, load_model
+from ..training import checkpoints
 from ..training.checkpoints import resolve_checkpoint
 from ..training.evaluate import run_config_for
 
@@ -80,8 +81,9 @@ def checkpoint_path(spec: str | Path) -> Path:
 
 def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
     """Load a checkpoint for scoring (see :func:`checkpoint_path` for what ``spec`` may be)."""
-    path = checkpoint_path(spec)
-    model = Electra.from_pretrained(path).eval()
+    checkpoint_path(spec)  # a missing directory: named
+    model, path = checkpoints.load_checkpoint(spec, load_model)  # a run still pruning: its newest
+    model.eval()
     if model.objective.name not in DISCRIMINATIVE:
         raise ValueError(f"checkpoint {spec} was pre-trained with the {model.objective.name!r} "
                          "objective: it has no discriminator to show")
@@ -150,12 +152,13 @@ def sample_corruption(model: Electra, enc: Encoded, *, seed: int = 0) -> Corrupt
     """Mask and sample exactly as ``model(...)`` does, with ``Generator().manual_seed(seed)``
     (its steps 1-4, :meth:`Electra.corrupt`; :func:`score` then runs the discriminator once)."""
     rng = torch.Generator(device=enc.input_ids.device).manual_seed(seed)
-    m, _, _, _, corrupted, is_replaced = model.corrupt(enc.input_ids, enc.attention_mask,
-                                                       enc.token_type_ids, generator=rng)
+    c = model.corrupt(enc.input_ids, enc.attention_mask, enc.token_type_ids, generator=rng)
+    m = c.masked
     # amax, not a plain scatter: with replacement, an unused slot may repeat a used position.
     masked = torch.zeros(enc.input_ids.shape).scatter_reduce(1, m.positions, m.weights,
                                                              reduce="amax") > 0
-    return Corruption(m.input_ids, corrupted, is_replaced, masked, torch.zeros_like(masked))
+    return Corruption(m.input_ids, c.corrupted_ids, c.is_replaced, masked,
+                      torch.zeros_like(masked))
 
 
 def word_id(tokenizer: WordPieceTokenizer, word: str) -> int:
@@ -204,8 +207,7 @@ def score(model: Electra, enc: Encoded, corruption: Corruption, *, top_k: int = 
     """The discriminator on ``corrupted_ids``; the generator's top-k where it predicted."""
     mask, types = enc.attention_mask, enc.token_type_ids
     logits = model.discriminator(corruption.corrupted_ids, mask, types)  # (w, n)
-    # An MLM-objective model has no generator: its own MLM head predicts instead.
-    gen = model.generator if model.generator is not None else model.disc_mlm
+    gen = model.generator  # every model shown has one (load_checkpoint refuses the MLM ones)
     hidden = gen.encoder(corruption.masked_ids, mask, types)  # (w, n, d_g)
     gen_logits = gen.mlm_logits(hidden[corruption.masked])  # (m, v)
     probs = torch.softmax(gen_logits.float() / model.objective.temperature, dim=-1)

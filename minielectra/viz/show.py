@@ -14,8 +14,8 @@ static=True)``, or for every figure with the environment variable ``MINIELECTRA_
 which is how the committed lessons are executed (``notebooks/README.md``). Without Chromium the
 output holds the interactive figure and the text line, and says why there is no picture.
 
-Widgets (:class:`.report.LiveReport`, :class:`.widget.Explorer`) use :func:`static_copy` to leave a
-picture of their last state beside the live view.
+Widgets (:class:`.report.LiveReport`, :class:`.widget.Explorer`) draw into a :class:`FigureView`
+and use :func:`static_copy` to leave a picture of their last state beside the live view.
 """
 
 from __future__ import annotations
@@ -88,6 +88,31 @@ def static_copy(fig: go.Figure, *, static: bool | None = None) -> None:
     if static_figures_on() if static is None else static:
         from IPython.display import display
         display(figure_bundle(fig, static=True, interactive=False), raw=True)
+
+
+class FigureView:
+    """A figure that a widget redraws and that a browser reload brings back: an ipywidgets
+    ``Output`` whose one output is the figure's plotly JSON; :meth:`draw` replaces it.
+
+    Not plotly's ``FigureWidget``: the kernel keeps that widget's figure as it was first shown
+    (later edits reach the page as messages only), and anywidget gives a model restored by a
+    reload two seconds to load plotly.js's 5 MB, so a reloaded page draws stale axes or nothing
+    ("[anywidget] Failed to initialize model"). An ``Output``'s outputs are kernel-side state, so
+    the page draws the latest figure; each draw replaces the whole figure (a reader's zoom is not
+    kept).
+    """
+
+    def __init__(self, fig: go.Figure | None = None):
+        import ipywidgets as w
+        self.widget = w.Output()
+        self.figure = go.Figure()
+        if fig is not None:
+            self.draw(fig)
+
+    def draw(self, fig: go.Figure) -> None:
+        self.figure = fig
+        bundle = figure_bundle(fig, static=False)
+        self.widget.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
 
 
 def widget_bundle(widget, text: str) -> dict:

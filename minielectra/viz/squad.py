@@ -14,9 +14,9 @@ Example::
 
 from __future__ import annotations
 
-import html
-
 import plotly.graph_objects as go
+
+from .strip import plotly_text
 
 START, END, SPAN = "#2166ac", "#b2182b", "rgba(255, 200, 0, 0.35)"  # blue, red, amber band
 
@@ -29,7 +29,7 @@ def span_figure(view: dict, *, title: str = "") -> go.Figure:
     """
     tokens = view["tokens"]
     x = list(range(len(tokens)))
-    labels = [html.escape(t) for t in tokens]
+    labels = [plotly_text(t) for t in tokens]
     fig = go.Figure()
     fig.add_bar(x=x, y=view["p_start"], name=f"P(start)  ([CLS]: {view['p_start_null']:.2f})",
                 marker_color=START, hovertext=labels, hoverinfo="text+y")
@@ -39,11 +39,15 @@ def span_figure(view: dict, *, title: str = "") -> go.Figure:
         first, last = view["answer_tokens"]
         fig.add_vrect(x0=first - 0.5, x1=last + 0.5, fillcolor=SPAN, line_width=0,
                       layer="below", annotation_text="answer", annotation_position="top left")
+    # The legend above the plot, under the title, and head room above 1 for the span's label:
+    # inside the plot either would cover bars at probability 1.
     fig.update_layout(
-        title=title, barmode="group", bargap=0.15, height=320,
-        width=max(600, 22 * len(tokens)), yaxis=dict(title="probability", range=[0, 1]),
+        title=dict(text=title, y=0.97, yanchor="top"), barmode="group", bargap=0.15, height=360,
+        width=max(600, 22 * len(tokens)),
+        yaxis=dict(title="probability", range=[0, 1.18], tickvals=[0, 0.5, 1]),
         xaxis=dict(tickmode="array", tickvals=x, ticktext=labels, tickangle=-60),
-        legend=dict(orientation="h", y=1.12), margin=dict(l=50, r=20, t=70, b=90))
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+        margin=dict(l=50, r=20, t=100, b=90))
     return fig
 
 

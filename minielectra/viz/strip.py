@@ -9,6 +9,8 @@ check the figure's data. Every function returns a ``plotly.graph_objects.Figure`
   above a cell says how the discriminator did, so that no reader depends on colour alone:
   ``●`` caught (replaced, P > 0.5), ``✕`` missed (replaced, P <= 0.5), ``▲`` false alarm
   (original, P > 0.5). Hovering shows the original, the generator's top-k and P(replaced).
+  A word too long for its cell is written smaller, then cut with "…" (the hover has it whole);
+  a lone punctuation mark is written large and bold.
 - :func:`batch_heatmap`: several texts (columns) x positions (rows) of P(replaced), the
   replaced positions outlined (the ground truth).
 - :func:`learning_slider`: one sentence scored by successive checkpoints, a slider over steps.
@@ -35,9 +37,17 @@ COLORSCALE = "RdBu_r"
 MARKER_OFFSET = (-0.36, -0.3)  # (x, y) of an outcome marker from its cell's centre: top left
 OUTCOMES = {  # outcome -> (marker symbol, legend name)
     "caught": ("circle", "caught: replaced, P > 0.5"),
-    "missed": ("x-thin-open", "missed: replaced, P \u2264 0.5"),
+    "missed": ("x", "missed: replaced, P \u2264 0.5"),
     "false_alarm": ("triangle-up", "false alarm: original, P > 0.5"),
 }
+# A marker sits on cells from dark blue to dark red: black on either vanishes, white on white
+# does too. Yellow with a black rim shows on all of them, and the legend draws it the same way.
+MARKER_FILL, MARKER_LINE = "#ffd92f", "#000000"
+FONT_SIZE, MIN_FONT_SIZE = 14, 10  # px: a strip's cell text, and the smallest before cutting
+BATCH_FONT_SIZE = 12  # px: a batch heatmap's cells (28 px rows)
+PUNCT_SCALE = 1.7  # a lone punctuation mark, this many times the cell's font size
+CHAR_EM = 0.62  # a character's width in em, generous for plotly's sans-serif fonts
+STRIP_PLOT_WIDTH = FIGURE_WIDTH - 110  # px: the figure less its margins and the colour bar
 
 
 def outcome(record: dict, threshold: float = THRESHOLD) -> str | None:
@@ -67,10 +77,55 @@ def join_words(records: list[dict]) -> list[dict]:
     return words
 
 
+def hidden_pieces(records: list[dict], replace: dict[int, str] | None, *,
+                  name: str = "--replace") -> None:
+    """Refuse a replacement by hand that joined word pieces would hide: one inside a word of
+    several pieces (``8=river`` in "bo ##ring" would show as "boriver")."""
+    for pos, new in sorted((replace or {}).items()):
+        piece = records[pos - 1]
+        pieces = [r for r in records if r["word"] == piece["word"]]
+        if len(pieces) > 1:
+            word = "".join(r["original"].removeprefix("##") for r in pieces)
+            raise ValueError(
+                f"{name} {pos}={new}: position {pos} is the piece {piece['original']!r} of the "
+                f"word {word!r} (positions {pieces[0]['position']}-{pieces[-1]['position']}), "
+                "which joined word pieces show as one cell; show the word pieces to replace one "
+                "of them, or replace a word of one piece")
+
+
+def plotly_text(text: str) -> str:
+    """``text`` in plotly's HTML subset: ``<``, ``>`` and ``&`` escaped, quotes left as they are
+    (plotly writes an entity it does not know, such as ``&quot;``, literally)."""
+    return html.escape(text, quote=False)
+
+
+def fit_label(text: str, *, cell_px: float, font_size: int = FONT_SIZE,
+              italic: bool = False) -> str:
+    """``text`` sized for a cell ``cell_px`` wide whose font is ``font_size`` px: a lone
+    punctuation mark large and bold (a ``.`` at 14 px is a speck), a long word smaller, a word
+    too long even at :data:`MIN_FONT_SIZE` cut with "…"."""
+    room = 0.9 * cell_px / CHAR_EM  # characters x font size (px) that fit
+    size = font_size
+    if len(text) * size > room:
+        size = max(min(MIN_FONT_SIZE, font_size), int(room / len(text)))
+        if len(text) * size > room:
+            text = text[:max(1, int(room / size) - 1)] + "\u2026"
+    label = plotly_text(text)
+    if italic:
+        label = f"<i>{label}</i>"
+    elif len(text) <= 2 and not any(ch.isalnum() for ch in text):
+        size = round(PUNCT_SCALE * font_size)
+        label = f"<b>{label}</b>"
+    return label if size == font_size else f"<span style=\"font-size:{size}px\">{label}</span>"
+
+
 def hover_text(record: dict) -> str:
     """What hovering over a cell shows (plotly's HTML subset), for a piece or a joined word."""
-    esc = html.escape
-    lines = [f"<b>{esc(record['token'])}</b>  (position {record['position']})",
+    esc = plotly_text
+    pieces = record.get("pieces", [record])
+    where = (f"positions {pieces[0]['position']}-{pieces[-1]['position']}" if len(pieces) > 1
+             else f"position {record['position']}")
+    lines = [f"<b>{esc(record['token'])}</b>  ({where})",
              f"P(replaced) = {record['p_replaced']:.3f}"]
     lines.append(f"replaced by {'hand' if record['hand'] else 'the generator'}, original: "
                  f"<b>{esc(record['original'])}</b>" if record["replaced"] else "original token")
@@ -81,10 +136,16 @@ def hover_text(record: dict) -> str:
     return "<br>".join(lines)
 
 
-def cell_text(record: dict) -> str:
-    """The cell's label: the token, and under it the original when it was replaced."""
-    token = html.escape(record["token"])
-    return f"{token}<br><i>({html.escape(record['original'])})</i>" if record["replaced"] else token
+def cell_text(record: dict, *, cell_px: float = STRIP_PLOT_WIDTH / 12,
+              font_size: int = FONT_SIZE) -> str:
+    """The cell's label: the token, and under it the original when it was replaced, each sized
+    to a cell ``cell_px`` wide (:func:`fit_label`)."""
+    token = fit_label(record["token"], cell_px=cell_px, font_size=font_size)
+    if not record["replaced"]:
+        return token
+    original = fit_label(f"({record['original']})", cell_px=cell_px, font_size=font_size,
+                         italic=True)
+    return f"{token}<br>{original}"
 
 
 def wrap(records: list[dict], per_row: int) -> list[tuple[int, int]]:
@@ -102,19 +163,21 @@ def wrap(records: list[dict], per_row: int) -> list[tuple[int, int]]:
 
 
 def strip_traces(records: list[dict], cells: list[tuple[int, int]], *,
-                 threshold: float = THRESHOLD) -> list[go.BaseTraceType]:
+                 threshold: float = THRESHOLD, per_row: int = 12) -> list[go.BaseTraceType]:
     """The heatmap of cells plus one marker trace per outcome (always all three, maybe empty, so
-    that slider frames line up trace by trace)."""
+    that slider frames line up trace by trace); ``per_row`` cells share the plot's width."""
     rows, cols = max(r for r, _ in cells) + 1, max(c for _, c in cells) + 1
     z = [[None] * cols for _ in range(rows)]
     text = [[""] * cols for _ in range(rows)]
     hover = [[""] * cols for _ in range(rows)]
+    cell_px = STRIP_PLOT_WIDTH / per_row
     for rec, (r, c) in zip(records, cells):
-        z[r][c], text[r][c], hover[r][c] = rec["p_replaced"], cell_text(rec), hover_text(rec)
+        z[r][c], hover[r][c] = rec["p_replaced"], hover_text(rec)
+        text[r][c] = cell_text(rec, cell_px=cell_px)
     traces = [go.Heatmap(z=z, text=text, texttemplate="%{text}", hovertext=hover,
                          hovertemplate="%{hovertext}<extra></extra>", zmin=0, zmax=1,
                          colorscale=COLORSCALE, xgap=3, ygap=3, name="P(replaced)",
-                         textfont=dict(size=14),
+                         textfont=dict(size=FONT_SIZE),
                          colorbar=dict(title=dict(text="P(replaced)"), thickness=14))]
     for name, (symbol, label) in OUTCOMES.items():
         hits = [(c, r, hover_text(rec)) for rec, (r, c) in zip(records, cells)
@@ -125,9 +188,8 @@ def strip_traces(records: list[dict], cells: list[tuple[int, int]], *,
             x=[None if h[0] is None else h[0] + dx for h in hits],
             y=[None if h[1] is None else h[1] + dy for h in hits], mode="markers", name=label,
             hovertext=[h[2] for h in hits], hovertemplate="%{hovertext}<extra></extra>",
-            marker=dict(symbol=symbol, size=10, color="black", line=dict(
-                width=2.5 if symbol.endswith("-open") else 1.5,  # a white rim shows on dark red
-                color="black" if symbol.endswith("-open") else "white"))))
+            marker=dict(symbol=symbol, size=11, color=MARKER_FILL,
+                        line=dict(width=1.5, color=MARKER_LINE))))
     return traces
 
 
@@ -141,7 +203,9 @@ def replaced_outlines(records: list[dict], cells: list[tuple[int, int]]) -> list
 def _strip_layout(fig: go.Figure, rows: int, cols: int, title: str | None) -> go.Figure:
     fig.update_xaxes(visible=False, range=[-0.5, cols - 0.5])
     fig.update_yaxes(visible=False, range=[rows - 0.5, -0.62])  # row 0 on top
-    fig.update_layout(title=title, height=150 + 64 * rows, plot_bgcolor="white", showlegend=True,
+    # A fixed width: the labels are sized for cells of STRIP_PLOT_WIDTH / cols.
+    fig.update_layout(title=title, width=FIGURE_WIDTH, height=150 + 64 * rows,
+                      plot_bgcolor="white", showlegend=True,
                       margin=dict(l=10, r=10, t=60 if title else 20, b=10),
                       legend=dict(orientation="h", yanchor="top", y=-0.02, x=0))
     return fig
@@ -156,7 +220,7 @@ def token_strip(records: list[dict], *, words: bool = False, per_row: int = 12,
     """
     items = join_words(records) if words else records
     cells = wrap(items, per_row)
-    fig = go.Figure(strip_traces(items, cells, threshold=threshold))
+    fig = go.Figure(strip_traces(items, cells, threshold=threshold, per_row=per_row))
     for shape in replaced_outlines(items, cells):
         fig.add_shape(**shape)
     return _strip_layout(fig, max(r for r, _ in cells) + 1, per_row, title)
@@ -177,13 +241,16 @@ def batch_heatmap(batch: list[list[dict]], *, labels: list[str] | None = None,
     cols = range(len(batch))
     pad = lambda rows, fill: [r + [fill] * (n - len(r)) for r in rows]  # noqa: E731
     z = pad([[r["p_replaced"] for r in recs] for recs in batch], None)
-    text = pad([[cell_text(r) for r in recs] for recs in batch], "")
+    cell_px = (FIGURE_WIDTH - 180) / len(batch)  # less the margins and the colour bar
+    text = pad([[cell_text(r, cell_px=cell_px, font_size=BATCH_FONT_SIZE) for r in recs]
+                for recs in batch], "")
     hover = pad([[hover_text(r) for r in recs] for recs in batch], "")
     show = n <= 60 if show_tokens is None else show_tokens
     t = lambda rows: [list(row) for row in zip(*rows)]  # noqa: E731  (texts -> columns)
     fig = go.Figure(go.Heatmap(
         z=t(z), x=list(cols), y=list(range(1, n + 1)), text=t(text),
-        texttemplate="%{text}" if show else None, textfont=dict(size=12), hovertext=t(hover),
+        texttemplate="%{text}" if show else None, textfont=dict(size=BATCH_FONT_SIZE),
+        hovertext=t(hover),
         hovertemplate="%{hovertext}<extra></extra>", zmin=0, zmax=1, colorscale=COLORSCALE,
         xgap=2, ygap=2, colorbar=dict(title=dict(text="P(replaced)"), thickness=14)))
     for col, recs in zip(cols, batch):  # outlines drawn around the cell: its text stays visible
@@ -232,7 +299,7 @@ def learning_slider(frames: list[tuple[int, list[dict]]], *, words: bool = False
         raise ValueError("learning_slider needs at least one checkpoint")
     items = [(step, join_words(recs) if words else recs) for step, recs in frames]
     cells = wrap(items[0][1], per_row)
-    states = [strip_traces(recs, cells) for _, recs in items]
+    states = [strip_traces(recs, cells, per_row=per_row) for _, recs in items]
     fig = go.Figure(states[0])
     for shape in replaced_outlines(items[0][1], cells):  # the corruption is the same throughout
         fig.add_shape(**shape)

@@ -5,6 +5,8 @@ or type replacements as ``POS=WORD`` pairs (``2=dog 5=ran``: positions count wor
 as the hover shows); choose the checkpoint: ``bundled``, a checkpoint directory (minielectra
 or a converted transformers one) or a ``pretrain --out`` run directory (its latest checkpoint).
 The token strip (:func:`.strip.token_strip`) redraws on every change. Same seed, same picture.
+With *join word pieces* ticked, a replacement inside a word of several pieces is refused: the
+joined cell would hide the piece it changed.
 
 Example (a notebook cell)::
 
@@ -12,7 +14,8 @@ Example (a notebook cell)::
     Explorer("bundled", "The cat sat on the mat.")      # shows the controls and the strip
 
 Everything the controls do goes through :meth:`Explorer.update`, so a test can set the widgets'
-values, call it and read ``explorer.records`` and ``explorer.figure``.
+values, call it and read ``explorer.records`` and ``explorer.figure`` (the figure drawn last; it
+is drawn in a :class:`.show.FigureView`, so a browser reload shows it again).
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ import ipywidgets as w
 import plotly.graph_objects as go
 
 from .scoring import Checkpoint, load_checkpoint, parse_replacements, score_text
-from .show import FIGURE_WIDTH, static_copy, widget_bundle
-from .strip import token_strip
+from .show import FIGURE_WIDTH, FigureView, static_copy, widget_bundle
+from .strip import hidden_pieces, token_strip
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired after the long walk."
 PER_ROW = 11  # cells a row at FIGURE_WIDTH: ~70 px each, enough for a long word at 14 px
@@ -32,7 +35,7 @@ PER_ROW = 11  # cells a row at FIGURE_WIDTH: ~70 px each, enough for a long word
 
 class Explorer:
     """Controls (``text``, ``replace``, ``checkpoint``, ``seed``, ``words``, ``sample``) over a
-    token strip in ``figure`` (a plotly FigureWidget); ``widget`` is the whole box."""
+    token strip in ``view`` (its figure: ``figure``); ``widget`` is the whole box."""
 
     def __init__(self, checkpoint: str | Path = "bundled", text: str = DEFAULT_TEXT, *,
                  seed: int = 0, replace: str = "", words: bool = False, top_k: int = 5):
@@ -55,14 +58,18 @@ class Explorer:
         self.sample = w.Button(description="sample again (next seed)",
                                layout=w.Layout(width="auto"))
         self.message = w.HTML()
-        self.figure = go.FigureWidget(layout=dict(width=FIGURE_WIDTH))
+        self.view = FigureView()
         for control in (self.text, self.replace, self.checkpoint, self.seed, self.words):
             control.observe(lambda _change: self.update(), names="value")
         self.sample.on_click(lambda _button: self.next_seed())
         self.widget = w.VBox([self.text, self.replace, self.checkpoint,
                               w.HBox([self.seed, self.sample, self.words]), self.message,
-                              self.figure])
+                              self.view.widget])
         self.update()
+
+    @property
+    def figure(self) -> go.Figure:
+        return self.view.figure
 
     def model(self, spec: str) -> Checkpoint:
         """The checkpoint named ``spec``, loaded once."""
@@ -83,6 +90,8 @@ class Explorer:
                                          name="replace")
             self.records = score_text(ckpt, self.text.value, replace=replace,
                                       seed=self.seed.value, top_k=self.top_k)
+            if self.words.value:
+                hidden_pieces(self.records, replace, name="replace")
         except (ValueError, KeyError, FileNotFoundError, RuntimeError) as e:
             self.records = []  # the old strip is not the answer to the new input: clear it
             self.message.value = f"<span style='color:#b00'>{_escape(e)}</span>"
@@ -94,11 +103,8 @@ class Explorer:
         self.message.value = ""
 
     def _draw(self, fig: go.Figure) -> None:
-        with self.figure.batch_update():
-            self.figure.data = []
-            self.figure.add_traces(fig.data)
-            self.figure.layout = fig.layout
-            self.figure.layout.width = FIGURE_WIDTH
+        fig.layout.width = FIGURE_WIDTH
+        self.view.draw(fig)  # the whole figure: nothing of the last one (an error) survives
 
     def _ipython_display_(self):  # an Explorer as the last line of a cell shows its box
         from IPython.display import display
@@ -119,5 +125,7 @@ def error_figure(message: str) -> go.Figure:
 
 
 def _escape(e: Exception) -> str:
+    """The message as text for HTML and plotly: ``<``, ``>``, ``&`` escaped, quotes left alone
+    (plotly would show ``&quot;`` as it is)."""
     import html
-    return html.escape(str(e.args[0] if isinstance(e, KeyError) and e.args else e))
+    return html.escape(str(e.args[0] if isinstance(e, KeyError) and e.args else e), quote=False)

@@ -19,6 +19,8 @@ import re
 import sys
 import time
 
+from minielectra.safeio import write_file
+
 from .common import REPO, Context, check, sh
 
 LESSONS = ("05_training_electra", "07_fine_tuning", "08_scaling_up")
@@ -49,9 +51,9 @@ def script(name: str, *, cells: int | None = None) -> str:
 
 
 def readme_cpu_seconds() -> dict[str, float]:
-    """The lessons' times in the README's course table (the 2-core CPU machine's)."""
+    """The lessons' times in the notebooks' table (the 2-core CPU machine's)."""
     times = {}
-    for line in (REPO / "README.md").read_text().splitlines():
+    for line in (REPO / "notebooks" / "README.md").read_text().splitlines():
         m = re.match(r"\| (\d\d) \| .*\| (\d+) s \|$", line)
         if m:
             times[m.group(1)] = float(m.group(2))
@@ -65,13 +67,13 @@ def run(ctx: Context, *, seconds_left: float) -> dict:
     paths = {}
     for name in LESSONS:
         path = folder / f"{name}.py"
-        path.write_text(script(name))
+        write_file(path, script(name))
         compile(path.read_text(), str(path), "exec")  # a syntax error fails here, not later
         paths[name] = path
     readme = readme_cpu_seconds()
     out, checks = {}, {}
     if ctx.dry:  # the path, not the lesson: lesson 08's first two cells, as a script
-        (folder / "dry_run.py").write_text(script(LESSONS[-1], cells=2))
+        write_file(folder / "dry_run.py", script(LESSONS[-1], cells=2))
         paths = {**paths, LESSONS[-1]: folder / "dry_run.py"}
     for name in (LESSONS[-1:] if ctx.dry else LESSONS):
         r = {"gpu" if ctx.cuda else "cpu": sh(ctx, [sys.executable, str(paths[name])],

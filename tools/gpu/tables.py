@@ -12,9 +12,11 @@ import json
 import re
 from pathlib import Path
 
+from minielectra.safeio import write_file
+
 from .common import REPO
 
-TARGETS = (REPO / "README.md", REPO / "tutorial" / "reproduce_small.md")
+TARGETS = (REPO / "docs" / "results" / "speed.md", REPO / "tutorial" / "reproduce_small.md")
 BLOCK = re.compile(r"(<!-- gpu-check -->\n)(.*?)(<!-- /gpu-check -->)", re.S)
 
 
@@ -139,6 +141,6 @@ def fill(json_path: Path, targets: tuple[Path, ...] = TARGETS) -> dict:
         doc = path.read_text()
         if not BLOCK.search(doc):
             raise ValueError(f"{path}: no <!-- gpu-check --> block to fill")
-        path.write_text(BLOCK.sub(lambda m: m.group(1) + text + m.group(3), doc, count=1))
+        write_file(path, BLOCK.sub(lambda m: m.group(1) + text + m.group(3), doc, count=1))
         filled.append(str(path))
     return {"filled": filled, "rows": text.count("\n| ")}

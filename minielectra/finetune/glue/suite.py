@@ -3,6 +3,11 @@
 The pre-trained checkpoint is loaded once for every task; a task whose data is absent is skipped
 and listed, so an offline data dir without MNLI/QQP still yields the other columns (the GLUE
 average is then marked partial, :func:`.table.format_table`).
+
+``--out DIR`` is written as ``finetune --out`` is (:mod:`..output`): locked, checked before the
+first task, and replaced as a whole once every task, model and the summary are written, so the
+summary always describes what is on disk, and an interrupted or failed run leaves ``DIR`` as it
+was.
 """
 
 from __future__ import annotations
@@ -12,14 +17,20 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import data as glue, table
-from ..classifier import FinetuneConfig, apply_finetune_overrides
+from ...ownership import Layout, refuse_overlap
+from ...safeio import read_json, write_file
+from ..classifier import FinetuneConfig, finetune_config
+from ..output import checkpoint_path, finetune_output
 from ..train import _finetune, check_counts, open_checkpoint
+
+# glue.json, glue.md and a folder per task (its result.json, with --save-models its model)
+GLUE_OUT = Layout("glue", ("glue.json", "glue.md", *glue.TASKS),
+                  lambda folder: "tasks" in read_json(folder / "glue.json"))
 
 
 def _save_glue(out: Path, summary: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "glue.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "glue.md").write_text(summary["table"])
+    write_file(out / "glue.json", json.dumps(summary, indent=2) + "\n")
+    write_file(out / "glue.md", summary["table"])
 
 
 def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, seed: int = 0,
@@ -38,8 +49,27 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
         raise ValueError("save_models needs out: the folder the fine-tuned models go to")
     check_counts(seeds, max_train_examples)
     names = [glue.get_task(t).name for t in (tasks or glue.GLUE_TASKS)]
-    cfg = apply_finetune_overrides(FinetuneConfig(), overrides)
+    twice = next((t for t in names if names.count(t) > 1), None)
+    if twice is not None:  # run twice, one result kept: refused rather than half shown
+        raise ValueError(f"--tasks names {twice} twice")
+    cfg = finetune_config(overrides)
+    refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint)})
     pretrained, source = open_checkpoint(checkpoint)  # once for all tasks
+    with finetune_output(out, layout=GLUE_OUT, what="glue") as folder:
+        summary = _run_tasks(pretrained, source, names, cfg, out=folder, seeds=seeds, seed=seed,
+                             data_dir=data_dir, max_train_examples=max_train_examples,
+                             progress=progress, save_models=save_models,
+                             skip_missing=skip_missing,
+                             label=name or (Path(str(checkpoint)).name if source else "model"))
+        if folder is not None:
+            _save_glue(folder, summary)
+    return summary
+
+
+def _run_tasks(pretrained, source, names: list[str], cfg: FinetuneConfig, *, out: Path | None,
+               seeds: int, seed: int, data_dir, max_train_examples, progress: bool,
+               save_models: bool, skip_missing: bool, label: str) -> dict[str, Any]:
+    """Fine-tune and score each task (into ``out/TASK``), then the summary and its table."""
     results, missing = {}, {}
     for t in names:
         try:
@@ -47,7 +77,7 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
                 pretrained, source, glue.get_task(t), cfg, seed=seed, seeds=seeds,
                 data_dir=data_dir, max_train_examples=max_train_examples, progress=progress,
                 save_model=save_models, keep_all_models=False,
-                out=None if out is None else Path(out) / t)
+                out=None if out is None else out / t)
         except glue.GlueDataError as e:
             if not skip_missing:
                 raise
@@ -55,7 +85,6 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
     if not results:  # nothing to tabulate: say why once, rather than print a table of n/a
         raise glue.GlueDataError(f"no GLUE task has its data here; {next(iter(missing.values()))}")
     # The row is named as the user named the checkpoint: the run, not its step_N directory.
-    label = name or (Path(str(checkpoint)).name if source else "model")
     markdown, average, partial = table.format_table(results, name=label, missing=missing)
     summary = {"checkpoint": source, "tasks_requested": names,
                "glue_score": None if partial else average, "glue_average": average,
@@ -64,6 +93,4 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
                "scores": {t: r["score"] for t, r in results.items()}, "missing": missing,
                "not_run": [t for t in glue.GLUE_TASKS if t not in names],
                "table": markdown, "tasks": results}
-    if out is not None:
-        _save_glue(Path(out), summary)
     return summary

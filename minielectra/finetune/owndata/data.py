@@ -15,14 +15,17 @@ metrics, seeds, JSON, saved model and ``predict`` all apply unchanged:
 - **Metrics**: accuracy (and F1 of the second class with two classes), or Pearson and Spearman
   correlation for regression; the first is the score.
 
-Every problem with a file (missing column, empty file, bad label, bytes that are not UTF-8) is a
-one-line ``ValueError`` naming the file, the line and the column.
+Every problem with a file (missing column, a column named twice, empty file, an empty text or
+label, bad label, bytes that are not UTF-8) is a one-line ``ValueError`` naming the file, the line
+and the column. An empty text is refused rather than skipped: a row left out changes what is
+trained on and scored without a word, and the fix (fill it in, or remove it) is the user's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import math
@@ -69,6 +72,9 @@ def _format(path: Path) -> str:
 def read_rows(path: str | Path) -> list[Row]:
     """The data rows of a CSV/TSV (with a header) or JSONL file, each with where it is."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "a folder, not a file: give the data file itself "
+                                "(.csv, .tsv or .jsonl)", str(path))
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     kind, text = _format(path), read_text(path)
@@ -96,6 +102,10 @@ def _table_rows(path: Path, text: str, kind: str) -> list[Row]:
 
 def _parse_table(path: Path, reader) -> list[Row]:
     header = [h.strip() for h in next(reader)]
+    twice = next((h for h in header if header.count(h) > 1), None)
+    if twice is not None:  # one of the two would be read, silently
+        raise ValueError(f"{path}: line {reader.line_num}: the header names column {twice!r} "
+                         "twice; rename one of them")
     rows = []
     for fields in reader:
         if not any(f.strip() for f in fields):
@@ -108,15 +118,26 @@ def _parse_table(path: Path, reader) -> list[Row]:
     return rows
 
 
+def _one_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise KeyError(twice)
+    return dict(pairs)
+
+
 def _jsonl_rows(path: Path, text: str) -> list[Row]:
     rows = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=_one_each)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}: line {n}, column {e.colno}: not JSON ({e.msg})") from None
+        except KeyError as e:
+            raise ValueError(f"{path}: line {n}: the object names {e.args[0]!r} twice; one of "
+                             "the two would be read, silently") from None
         if not isinstance(record, dict):
             raise ValueError(f"{path}: line {n}: a JSON {type(record).__name__}, not an object "
                              "with text and label fields")
@@ -212,10 +233,13 @@ def _examples(rows: list[Row], columns: Columns, pair: str | None, *,
         else:
             raise ValueError(f"{row[0]}, column {columns.label!r}: label {raw!r} does not occur "
                              f"in the training data {train} (its labels: {list(names)})")
-        for value, column in ((text, columns.text), (text_b if pair else "", pair)):
+        for value, column in ((text, columns.text), (text_b if pair else "x", pair)):
             if value is None or isinstance(value, (dict, list)):  # JSON null or structure
                 raise ValueError(f"{row[0]}, column {column!r}: the text is "
                                  f"{'null' if value is None else 'not a string'}")
+            if not str(value).strip():  # trained on as "" it teaches nothing, and skews a score
+                raise ValueError(f"{row[0]}, column {column!r}: the text is empty; fill it in "
+                                 "or remove the row")
         out.append(Example(str(text), None if text_b is None else str(text_b), label))
     return out
 
@@ -227,6 +251,13 @@ def build_task(name: str, train_rows: list[Row], dev_rows: list[Row], *,
     pair = columns.text_pair
     if pair is None and "text_pair" in train_rows[0][1]:
         pair = "text_pair"
+    roles = [("--text-column", columns.text), ("--text-pair-column", pair),
+             ("--label-column", columns.label)]
+    for i, (flag, name) in enumerate(roles):  # one column read as two things: silently wrong
+        other = next((f for f, n in roles[i + 1:] if n is not None and n == name), None)
+        if other is not None:
+            raise ValueError(f"{flag} and {other} both name the column {name!r}: a column is "
+                             "either the text, the second text or the label")
     labels = [_label_text(_field(r, columns.label, "label", "--label-column"), r[0],
                           columns.label) for r in train_rows]
     is_reg = _is_regression(labels, regression, [r[0] for r in train_rows])

@@ -32,8 +32,12 @@ def read_lines(path: str | Path) -> list[Pair]:
     """One input a line: sentence A, or A, a tab, and B. Read with ``QUOTE_NONE``, as the GLUE
     files are (a stray quote is text, not a field delimiter); blank lines skipped. A file with no
     input, or a line with more than two fields, is refused naming the file (and the lines)."""
-    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t",
-                        quoting=csv.QUOTE_NONE)  # read_text refuses binary and non-UTF-8 files
+    return parse_lines(read_text(path), path)  # read_text refuses binary and non-UTF-8 files
+
+
+def parse_lines(text: str, path: str | Path = "<stdin>") -> list[Pair]:
+    """:func:`read_lines` of text already read (standard input); ``path`` names it in errors."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
     rows = [(reader.line_num, r) for r in reader if any(r)]
     bad = [line for line, r in rows if len(r) > 2]
     if bad:

@@ -24,24 +24,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from torch import nn
 
-from ...config import ModelConfig, _from_dict, _parse
+from ...config import ModelConfig
 from ...data.files import sha256_sums
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
-from ...model.storage import CHECKSUMS, VOCAB, verify_checksums
+from ...model.gdes import plain_state_dict
+from ...model.storage import CHECKSUMS, VOCAB, canonical_safetensors, verify_checksums
+from ...safeio import write_file
 from ...model.transformer import Encoder
-from ...names import unknown_key
+from ...overrides import from_dict
 from ..classifier import FinetuneConfig
 
 WEIGHTS, META = "model.safetensors", "finetune.json"
@@ -67,23 +68,6 @@ class SquadConfig:
         if self.train_articles < 0:
             raise ValueError(f"squad.train_articles must be >= 0, got {self.train_articles}")
         return self
-
-
-def split_overrides(overrides: Iterable[str]) -> tuple[SquadConfig, list[str]]:
-    """``squad.*`` overrides applied to a :class:`SquadConfig`; the rest returned for
-    :func:`~.classifier.apply_finetune_overrides`."""
-    cfg, rest = SquadConfig(), []
-    hints = typing.get_type_hints(SquadConfig)
-    for item in overrides:
-        key, eq, raw = item.partition("=")
-        if not key.strip().startswith("squad."):
-            rest.append(item)
-            continue
-        name = key.strip()[len("squad."):]
-        if not eq or name not in hints:
-            raise unknown_key(key.strip(), sorted(f"squad.{n}" for n in hints))
-        setattr(cfg, name, _parse(raw.strip(), hints[name], key.strip()))
-    return cfg.validate(), rest
 
 
 class SpanQA(nn.Module):
@@ -125,7 +109,7 @@ def build_span_qa(pretrained: Electra, cfg: FinetuneConfig) -> SpanQA:
                                    attention_dropout=cfg.encoder_dropout)
     model = SpanQA(mcfg)
     source = (Electra(pretrained.config) if cfg.from_scratch else pretrained).discriminator
-    model.encoder.load_state_dict(source.encoder.state_dict())
+    model.encoder.load_state_dict(plain_state_dict(source.encoder))  # GDES residuals folded in
     return model
 
 
@@ -148,15 +132,16 @@ def save_qa(qa: FinetunedQA, path: str | Path, *, result: dict | None = None) ->
     """Weights, configs, the no-answer threshold, the tokenizer and checksums in ``path``."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in qa.model.state_dict().items()}, path / WEIGHTS)
+    write_file(path / WEIGHTS, canonical_safetensors(
+        save({k: v.contiguous() for k, v in qa.model.state_dict().items()})))
     meta = {"task": qa.task, "kind": "span_qa", "na_prob_threshold": qa.na_prob_threshold,
             "model": dataclasses.asdict(qa.model.config),
             "finetune": dataclasses.asdict(qa.config), "squad": dataclasses.asdict(qa.squad),
             "result": result}
-    (path / META).write_text(json.dumps(meta, indent=2) + "\n")
+    write_file(path / META, json.dumps(meta, indent=2) + "\n")
     qa.tokenizer.save(path)
     sums = sha256_sums(path, [WEIGHTS, VOCAB])
-    (path / CHECKSUMS).write_text(json.dumps({"sha256": sums}, indent=2) + "\n")
+    write_file(path / CHECKSUMS, json.dumps({"sha256": sums}, indent=2) + "\n")
     return path
 
 
@@ -173,9 +158,9 @@ def load_qa(path: str | Path, *, device: str = "cpu") -> FinetunedQA:
     path = Path(path)
     try:
         meta = json.loads((path / META).read_text())
-        mcfg = _from_dict(ModelConfig, meta["model"], prefix="model.")
-        cfg = _from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
-        squad = _from_dict(SquadConfig, meta["squad"], prefix="squad.")
+        mcfg = from_dict(ModelConfig, meta["model"], prefix="model.")
+        cfg = from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
+        squad = from_dict(SquadConfig, meta["squad"], prefix="squad.")
         task, thresh = meta["task"], float(meta["na_prob_threshold"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"{path / META}: not a fine-tuned question answerer "

@@ -25,18 +25,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...config import override_keys
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
-from ...training.checkpoints import resolve_checkpoint
+from ...objectives.compute import load_model
+from ...overrides import apply_overrides, override_keys
+from ...safeio import write_file
+from ...training.checkpoints import load_checkpoint
 from ...training.optim import AdamWeightDecay
 from . import data as squad_data, eval as squad_eval
-from ..classifier import (FinetuneConfig, apply_finetune_overrides, layerwise_param_groups,
+from ..classifier import (FinetuneConfig, layerwise_param_groups,
                          lr_factor, optimizer_step)
 from .data import SquadSet
 from .features import Window, make_all_windows
-from .model import (FinetunedQA, SpanQA, SquadConfig, build_span_qa, save_qa, span_loss,
-                          split_overrides)
+from .model import FinetunedQA, SpanQA, SquadConfig, build_span_qa, save_qa, span_loss
 from .post import predict_answers
 
 log = logging.getLogger(__name__)
@@ -132,15 +133,22 @@ def load_sets(task: str, squad: SquadConfig, *, train=None, dev=None, data_dir=N
     if squad.train_articles:
         if train is not None:
             raise ValueError("give --train FILE or squad.train_articles, not both")
-        return squad_data.split_articles(dev_set, squad.train_articles)
-    return squad_data.load_split(task, "train", path=train, data_dir=data_dir), dev_set
+        sets = squad_data.split_articles(dev_set, squad.train_articles)
+    else:
+        sets = squad_data.load_split(task, "train", path=train, data_dir=data_dir), dev_set
+    for s in sets:  # a 2.0 file read as 1.1 drops its unanswerable questions without a word
+        if s.is_v2 != (task == "squad_v2"):
+            raise ValueError(f"{s.source} is SQuAD {'2.0' if s.is_v2 else '1.1'}, but --task "
+                             f"{task} is SQuAD {'2.0' if task == 'squad_v2' else '1.1'}: use "
+                             f"--task {'squad_v2' if s.is_v2 else 'squad'}")
+    return sets
 
 
 def _open(checkpoint) -> tuple[Electra, str | None]:
     if isinstance(checkpoint, nn.Module):
         return checkpoint, None
-    path = resolve_checkpoint(checkpoint)
-    return Electra.from_pretrained(path), str(path)
+    model, path = load_checkpoint(checkpoint, load_model)  # a run still pruning: its newest
+    return model, str(path)
 
 
 def _tokenizer(pretrained: Electra, cfg: FinetuneConfig):
@@ -158,10 +166,11 @@ def _tokenizer(pretrained: Electra, cfg: FinetuneConfig):
 
 def _configs(overrides: Sequence[str], max_positions: int) -> tuple[FinetuneConfig, SquadConfig]:
     """The GLUE recipe, SQuAD's length and epochs unless ``--set`` says otherwise."""
-    squad, rest = split_overrides(overrides)
-    given = override_keys(rest)
+    cfg, squad, given = FinetuneConfig(), SquadConfig(), override_keys(overrides)
     defaults = [f"finetune.{k}={v}" for k, v in RECIPE.items() if f"finetune.{k}" not in given]
-    cfg = apply_finetune_overrides(FinetuneConfig(), defaults + list(rest))
+    apply_overrides({"finetune": cfg, "squad": squad}, defaults + list(overrides))
+    cfg.validate()
+    squad.validate()
     if cfg.shuffle_buffer:  # the official stream is only reproduced for GLUE's loop
         raise ValueError("finetune.shuffle_buffer is for GLUE tasks; SQuAD reshuffles each epoch")
     if cfg.max_seq_len > max_positions:
@@ -224,7 +233,7 @@ def _write(out: Path, qa: FinetunedQA, result: dict, answers: dict, na_probs: di
     out.mkdir(parents=True, exist_ok=True)
     if save_model:
         save_qa(qa, out, result=result)
-    (out / "predictions.json").write_text(json.dumps(answers, indent=1) + "\n")
+    write_file(out / "predictions.json", json.dumps(answers, indent=1) + "\n")
     if na_probs is not None:
-        (out / "na_probs.json").write_text(json.dumps(na_probs, indent=1) + "\n")
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+        write_file(out / "na_probs.json", json.dumps(na_probs, indent=1) + "\n")
+    write_file(out / "result.json", json.dumps(result, indent=2) + "\n")

@@ -1,0 +1,317 @@
+"""Results pages from the committed results files, never from numbers copied by hand.
+
+Two directives, for the pages under ``docs/results/``:
+
+- ``results-table PATH``: the tables of a results file. A ``.md`` file (what the study's script
+  wrote) gives its Markdown tables (``:tables: 1,3`` picks some, by position); a ``.json`` file
+  is rendered by the function its ``:table:`` option names in :data:`TABLES`. ``:rename: old =>
+  new; ...`` replaces a cell's text exactly (a results file's old name for a checkpoint).
+- ``results-source PATH``: where the figures come from: the file (downloadable), the command
+  (``:command:``, else the file's own ``command``), the machine (``:machine:``, else the file's
+  ``machine``) and the date (the file's ``date``, else the day of the last commit that changed
+  its content, ``git log --follow``).
+
+The functions that turn a file into Markdown are plain (``render_table``, ``source_facts``), so a
+test can check what a page will show without building the site (``tests/test_docs_site.py``
+checks every number the README states against them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load(path: str) -> dict:
+    return json.loads((ROOT / path).read_text())
+
+
+def md_tables(text: str) -> list[str]:
+    """The Markdown tables of a file, each as its lines joined."""
+    tables, current = [], []
+    for line in text.splitlines() + [""]:
+        if line.lstrip().startswith("|"):
+            current.append(line.strip())
+        elif current:
+            tables.append("\n".join(current))
+            current = []
+    return tables
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    cell = lambda v: "" if v is None else str(v)  # noqa: E731
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def med(xs) -> float:
+    return statistics.median(xs)
+
+
+def signed(x: float, digits: int = 1) -> str:
+    return f"{x:+.{digits}f}"
+
+
+# ----------------------------------------------------------------------------- JSON renderers
+
+
+def sst2_whole(d: dict) -> str:
+    """The whole SST-2 training set: pre-trained against random init, paired by seed."""
+    rows = []
+    for r in d["runs"]:
+        if not str(r["train_examples"]).startswith("all"):
+            continue
+        pre, rnd = med(r["pretrained"]), med(r["random_init"])
+        paired = (f"{signed(r['paired_gain_mean'], 2)} ± {r['paired_gain_std']:.2f}, "
+                  f"{r['seeds_where_pretrained_wins']} of {r['seeds']}"
+                  if "paired_gain_mean" in r else "")
+        secs = r.get("train_seconds", {}).get("pretrained")
+        minutes = (f"{min(secs) / 60:.1f}-{max(secs) / 60:.1f} min" if secs else
+                   r.get("train_seconds_approx", ""))
+        rows.append([r["checkpoint"], r["seeds"], f"{pre:.1f}", f"{rnd:.1f}",
+                     f"**{signed(pre - rnd)}**", paired, minutes])
+    return table(["checkpoint (pre-training)", "seeds", "pre-trained", "random init",
+                  "gain (medians)", "paired gain: mean ± sd, wins", "fine-tuning time, each run"],
+                 rows)
+
+
+def sst2_subsets(d: dict) -> str:
+    """Fixed random subsets of the training set with the paper's recipe."""
+    rows = []
+    for r in d["runs"]:
+        if str(r["train_examples"]).startswith("all"):
+            continue
+        pre = r.get("pretrained_median") or med(r["pretrained"])
+        rnd = med(r["random_init"]) if isinstance(r["random_init"], list) else None
+        gain = f"**{signed(pre - rnd)}**" if rnd is not None else ""
+        rows.append([r["checkpoint"], f"{r['train_examples']:,}", r["seeds"], f"{pre:.1f}",
+                     f"{rnd:.1f}" if rnd is not None else r["random_init"], gain])
+    return table(["checkpoint (pre-training)", "training sentences", "seeds", "pre-trained",
+                  "random init", "gain"], rows)
+
+
+def sst2_diagnostics(d: dict) -> str:
+    """Why the few-label transfer fails: probes, halves swapped, effective rank."""
+    diag, other = d["diagnose_transfer_bundled_2000"], d["other_diagnostics"]
+    probe = diag["linear_probe_dev_accuracy"]
+    rows = [[f"linear probe on frozen features ({probe['train_examples']:,} sentences): {k}",
+             f"{probe[k]['pretrained']:.1f}", f"{probe[k]['random_init']:.1f}"]
+            for k in ("cls", "mean_tokens", "mean_input_embeddings")]
+    swap = diag["swap"]
+    rows.append(["pre-trained embeddings under random layers (2,000 sentences)",
+                 f"{swap['pretrained_emb_only']['score']:.1f}", ""])
+    rows.append(["random embeddings under pre-trained layers (2,000 sentences)",
+                 f"{swap['pretrained_layers_only']['score']:.1f}", ""])
+    for n in ("2000", "8000"):
+        rows.append([f"both halves, seeds 0-2 ({int(n):,} sentences)",
+                     other["both_pretrained_seeds_0_2"][n], other["both_random_seeds_0_2"][n]])
+    loss = other["final_train_loss_2000_seed0"]
+    rows.append(["final training loss, 2,000 sentences, seed 0", loss["pretrained"],
+                 loss["random_init"]])
+    rank = diag["word_embedding_effective_rank"]
+    rows.append([f"word embeddings' effective rank (of {rank['dims']})",
+                 f"{rank['pretrained']:.0f}", f"{rank['random_init']:.0f}"])
+    return table(["measurement", "pre-trained (`mini`)", "random init"], rows)
+
+
+def sst2_variants(d: dict) -> str:
+    """The pre-trained arm at 2,000 sentences with one fine-tuning setting changed."""
+    v = d["other_diagnostics"]["pretrained_arm_2000_variants_3_seeds"]
+    return table(["fine-tuning change (pre-trained arm, 2,000 sentences, 3 seeds)",
+                  "dev accuracy"], [[k, f"{x:.1f}"] for k, x in v.items()])
+
+
+def shuffle_buffer(d: dict) -> str:
+    names = {"pretrained_reshuffle_each_epoch": "pre-trained, a fresh permutation each epoch",
+             "pretrained_shuffle_buffer_100": "pre-trained, the official input stream",
+             "random_init_reshuffle_each_epoch": "random init, a fresh permutation each epoch",
+             "random_init_shuffle_buffer_100": "random init, the official input stream"}
+    rows = []
+    for key, label in names.items():
+        arm = d["arms"][key]
+        scores = ", ".join(f"{s:.1f}" for s in arm.get("scores", []))
+        rows.append([label, f"{arm['median']:.1f}", scores or arm.get("note", "")])
+    return table(["arm (8,000 sentences, 5 seeds)", "median dev accuracy", "each seed"], rows)
+
+
+def squad_v1(d: dict) -> str:
+    rows = []
+    for key, label in (("bundled", "`mini` (pre-trained)"), ("random_init", "random init")):
+        arm = d["arms"][key]
+        rows.append([label, f"{arm['metrics']['exact_match']:.1f}", f"{arm['metrics']['f1']:.1f}",
+                     f"{arm['final_train_loss']:.2f}", arm["steps"],
+                     f"{d['cpu_seconds_user'][key] / 60:.1f} min",
+                     f"{d['wall_seconds'][key] / 60:.1f} min"])
+    return table(["arm (same recipe, seed 0)", "EM", "F1", "final training loss", "steps",
+                  "CPU time (user)", "wall time"], rows)
+
+
+def squad_v2(d: dict) -> str:
+    m = d["metrics"]
+    return table(["arm", "EM", "F1", "HasAns EM", "NoAns EM", "questions", "steps",
+                  "CPU time (user)"],
+                 [["`bundled`", f"{m['exact']:.1f}", f"{m['f1']:.1f}", f"{m['HasAns_exact']:.1f}",
+                   f"{m['NoAns_exact']:.1f}", f"{m['total']:,}", d["steps"],
+                   f"{d['cpu_seconds_user'] / 60:.1f} min"]])
+
+
+def throughput(d: dict) -> str:
+    """One ``bench_throughput`` file: both sides' steps/s, share of peak, the paired ratio."""
+    me, hf, r = d["minielectra"], d["transformers"], d["ratio_spread"]
+    frac = d["fraction_of_peak"]
+    rows = [["minielectra", f"{me['median']:.2f} ({me['q1']:.2f}-{me['q3']:.2f})",
+             f"{frac['minielectra']:.0%}", f"**{r['median']:.2f}x** ({r['q1']:.2f}-{r['q3']:.2f})"],
+            ["transformers' modules, same objective, optimiser and loop",
+             f"{hf['median']:.2f} ({hf['q1']:.2f}-{hf['q3']:.2f})",
+             f"{frac['transformers']:.0%}", ""]]
+    return table([f"`{d['preset']}`, batch {d['batch'][0]} x {d['batch'][1]}, {d['precision']}",
+                  "steps/s, median (quartiles)", "share of the measured peak "
+                  f"({d['peak']['gflops']:g} GFLOP/s)",
+                  f"paired ratio, {d['rounds']} interleaved rounds (quartiles)"], rows)
+
+
+def throughput_profile(d: dict) -> str:
+    """The largest operations' share of a step's CPU time, both sides."""
+    me, hf = d["profile"]["minielectra"]["ops"], d["profile"]["transformers"]["ops"]
+    names = list(dict.fromkeys([*me, *hf]))
+    return table(["operation (`torch.profiler`, self CPU time)", "minielectra", "transformers"],
+                 [[f"`{n}`", f"{me[n]:.1%}" if n in me else "", f"{hf[n]:.1%}" if n in hf else ""]
+                  for n in names])
+
+
+def bench_small(d: dict) -> str:
+    me, hf = d["minielectra"], d["transformers"]
+    rows = [[side, f"{x['steps_per_s']:.3f} ({x['spread'][0]:.3f}-{x['spread'][1]:.3f})",
+             f"{x['achieved_tflops']:.3f}"] for side, x in (("minielectra", me),
+                                                            ("transformers", hf))]
+    rows[0].append(f"**{d['ratio']:.2f}x**")
+    rows[1].append("")
+    return table([f"`small` shape, batch {d['batch'][0]} x {d['batch'][1]}, {d['precision']}"
+                  f"{' + compile' if d['compile'] else ''}, {d['device_name']}",
+                  "steps/s, median of rounds (spread)", "TFLOP/s achieved", "ratio"], rows)
+
+
+def learning_curve_points(d: dict) -> str:
+    rows = [[f"`{c['preset']}`", p["step"], f"{p['elapsed_s'] / 60:.1f}", f"{p['disc_auc']:.3f}",
+             f"{p['disc_auc_text']:.3f}"] for c in d["curves"] for p in c["points"]]
+    return table(["preset", "step", "minutes", "held-out AUC", "AUC without [CLS]/[SEP]"], rows)
+
+
+TABLES = {f.__name__: f for f in (sst2_whole, sst2_subsets, sst2_diagnostics, sst2_variants,
+                                  shuffle_buffer, squad_v1, squad_v2, throughput,
+                                  throughput_profile, bench_small, learning_curve_points)}
+
+
+def render_table(path: str, *, table_name: str | None = None, tables: str | None = None,
+                 rename: str | None = None) -> str:
+    """The Markdown a ``results-table`` directive shows."""
+    if path.endswith(".json"):
+        if table_name not in TABLES:
+            raise ValueError(f"{path}: :table: must be one of {', '.join(TABLES)}")
+        text = TABLES[table_name](load(path))
+        found = [text]
+    else:
+        found = md_tables((ROOT / path).read_text())
+        if tables:
+            found = [found[int(i) - 1] for i in tables.split(",")]
+    text = "\n\n".join(found)
+    for pair in filter(None, (rename or "").split(";")):
+        old, new = (s.strip() for s in pair.split("=>"))
+        text = re.sub(rf"(?<=\| ){re.escape(old)}(?= \|)", new, text)
+    return text
+
+
+def commit_date(path: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "log", "--follow", "--diff-filter=AM", "--format=%cs",
+                              "-1", "--", path], cwd=ROOT, capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _machine(d: dict) -> str | None:
+    m = d.get("machine")
+    if isinstance(m, dict):  # a script's own record of where it ran
+        return (f"{m.get('cpus')}-core CPU, torch {m.get('torch')}, {m.get('torch_threads')} "
+                f"torch threads, load average {m['load_average_at_start'][0]:.1f} at the start"
+                if "cpus" in m else json.dumps(m))
+    return m
+
+
+def source_facts(path: str, *, command: str | None = None, machine: str | None = None,
+                 date: str | None = None) -> dict:
+    d = load(path) if path.endswith(".json") else {}
+    cmd = command or d.get("command")
+    return {"file": path, "command": cmd, "machine": machine or _machine(d),
+            "date": date or d.get("date") or commit_date(path)}
+
+
+# ----------------------------------------------------------------------------- Sphinx
+
+
+def setup(app):
+    from docutils import nodes
+    from docutils.parsers.rst import directives
+    from docutils.statemachine import StringList
+    from sphinx import addnodes
+    from sphinx.util.docutils import SphinxDirective
+
+    class ResultsTable(SphinxDirective):
+        required_arguments = 1
+        option_spec = {"table": directives.unchanged, "tables": directives.unchanged,
+                       "rename": directives.unchanged}
+
+        def run(self):
+            path = self.arguments[0]
+            self.env.note_dependency(str(ROOT / path))
+            try:
+                text = render_table(path, table_name=self.options.get("table"),
+                                    tables=self.options.get("tables"),
+                                    rename=self.options.get("rename"))
+            except (OSError, ValueError, KeyError, IndexError) as e:
+                raise self.error(f"results-table {path}: {e}")
+            box = nodes.container(classes=["results-table"])
+            self.state.nested_parse(StringList(text.splitlines(), source=path), 0, box)
+            return [box]
+
+    class ResultsSource(SphinxDirective):
+        required_arguments = 1
+        option_spec = {"command": directives.unchanged, "machine": directives.unchanged,
+                       "date": directives.unchanged}
+
+        def run(self):
+            path = self.arguments[0]
+            if not (ROOT / path).exists():
+                raise self.error(f"results-source: no file {path}")
+            self.env.note_dependency(str(ROOT / path))
+            facts = source_facts(path, **{k: self.options.get(k) for k in
+                                          ("command", "machine", "date")})
+            fields = nodes.field_list(classes=["results-source"])
+
+            def field(name, *body):
+                fields.append(nodes.field("", nodes.field_name(name, name),
+                                          nodes.field_body("", nodes.paragraph("", "", *body))))
+
+            here = Path(self.env.doc2path(self.env.docname)).parent
+            rel = os.path.relpath(ROOT / path, here)  # downloads resolve from the page's folder
+            field("results file", addnodes.download_reference(
+                "", "", nodes.literal(path, path), reftarget=rel, refdoc=self.env.docname,
+                refexplicit=True))
+            if facts["command"]:
+                field("command", nodes.literal(facts["command"], facts["command"]))
+            for name in ("machine", "date"):
+                field(name, nodes.Text(facts[name] or "not recorded"))
+            return [fields]
+
+    app.add_directive("results-table", ResultsTable)
+    app.add_directive("results-source", ResultsSource)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,339 @@
+"""Which folders a command may write: its own, by the record it left there, and never an input.
+
+Every command that writes a folder (``pretrain --out``, ``prepare --out``, ``finetune --out``,
+``glue --out``, ``convert --out``, ``experiment --out``, ``lessons DIR``) leaves in it a record,
+:data:`MANIFEST` (``.minielectra-files.json``): the command's name and the files and folders it
+wrote. That record, and nothing else, makes a folder the command's own:
+
+- **A file in the way that the record does not name is the user's**, and the command is refused
+  in one line naming it (:func:`claim`, :func:`exclusive_output`). In the way means: written,
+  replaced or deleted by the command. A command that replaces its folder as a whole (finetune,
+  glue, convert, an experiment's report) has every file in the way; one that adds to it (pretrain,
+  prepare, lessons) has the names it writes. A file's extension says nothing about its owner, and
+  a symbolic link is never the tool's (it writes none), so nothing is written through one.
+- **A folder written before records existed** is adopted once, only when every entry in it
+  matches the command's layout *and* it holds the command's own run record (a pre-training
+  ``config.json`` that reads as a run config, a ``prepare.json`` with its key, a fine-tuning
+  ``result.json``...): :class:`Layout`. Anything else there makes it the user's folder.
+- **An output is never an input** (:func:`refuse_overlap`): ``--out`` that is, contains or lies
+  inside a folder or file the command reads is refused before any work.
+- **All or nothing** (:func:`exclusive_output`): a folder replaced as a whole is built beside it
+  and swapped in when complete, under the folder's lock (:class:`~.safeio.FolderLock`); a crash,
+  a full disk or Ctrl-C leaves the previous output as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fnmatch
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .safeio import (LOCK_FILE, FolderLock, check_out_dir, glob_escape, held_here, named_at,
+                     public_modes, write_file)
+
+log = logging.getLogger(__name__)
+
+MANIFEST = ".minielectra-files.json"
+# write_file's temporary file of NAME (".NAME.<8 random>.tmp"), left by a process killed mid-write
+_TEMP = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp$")
+
+# ------------------------------------------------------------------------ 1. the record
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What ``minielectra COMMAND`` writes in its folder: the record's name for it, and how a
+    folder written before records existed is recognised (every top-level entry matches one of
+    ``names``, fnmatch patterns, and ``record(folder)`` is true); ``record=None``: never.
+    ``shared``: the command adds files to a folder that holds the user's own (``lessons``)."""
+
+    command: str
+    names: tuple[str, ...] = ()
+    record: Callable[[Path], bool] | None = None
+    shared: bool = False  # the folder is the user's too (lessons DIR): only names in the way
+
+
+def read_manifest(folder: str | Path) -> dict | None:
+    """The folder's record, or None (absent, a link, or not one this module wrote)."""
+    path = Path(folder) / MANIFEST
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(value, dict) and isinstance(value.get("command"), str)
+          and isinstance(value.get("files"), list)
+          and all(isinstance(f, str) for f in value["files"]))
+    return value if ok else None
+
+
+def write_manifest(folder: str | Path, layout: Layout, files: Iterable[str]) -> None:
+    """Record ``files`` (paths relative to ``folder``; ``name/`` for a whole folder) as written
+    by ``layout.command``."""
+    record = {"command": layout.command, "files": sorted(set(files)),
+              "about": "the files minielectra wrote here; any other file is yours, and "
+                       "minielectra refuses to write over it"}
+    write_file(Path(folder) / MANIFEST, json.dumps(record, indent=1) + "\n")
+
+
+def files_under(root: str | Path) -> list[str]:
+    """Every file under ``root``, relative (what a record lists for a folder built whole)."""
+    root = Path(root)
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                  if p.is_file() and not p.is_symlink() and p.name not in (LOCK_FILE, MANIFEST))
+
+
+def _adoptable(folder: Path, layout: Layout) -> bool:
+    if layout.record is None or (folder / MANIFEST).exists() or (folder / MANIFEST).is_symlink():
+        return False
+    entries = [p for p in folder.iterdir() if p.name != LOCK_FILE]
+    return (bool(entries) and all(not p.is_symlink() and
+                                  any(fnmatch.fnmatchcase(p.name, n) for n in layout.names)
+                                  for p in entries) and _safe(layout.record, folder))
+
+
+def _safe(record: Callable[[Path], bool], folder: Path) -> bool:
+    try:
+        return bool(record(folder))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def claimed(folder: str | Path, layout: Layout) -> set[str]:
+    """What ``layout.command`` wrote in ``folder`` by its record (with the record itself), or,
+    for a folder it adopts, everything there."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return set()
+    record = read_manifest(folder)
+    if record is not None:
+        return set(record["files"]) | {MANIFEST} if record["command"] == layout.command else set()
+    if _adoptable(folder, layout):
+        return {p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
+                if p.name != LOCK_FILE}
+    return set()
+
+
+# ------------------------------------------------------------------------ 2. foreign files
+
+_HOLDER = re.compile(r"(pid \d+ on \S+, started .*)?\s*")  # what FolderLock writes
+
+
+def _foreign(p: Path, rel: str, mine: set[str]) -> list[str]:
+    """The files at or under ``p`` (``rel`` to the folder) that the command did not write.
+    An empty folder holds nothing to lose; a link is never the tool's (it writes none)."""
+    if p.is_symlink():
+        return [rel]
+    if p.is_dir():
+        if rel + "/" in mine:
+            return []
+        return [f for c in sorted(p.iterdir()) for f in _foreign(c, f"{rel}/{c.name}", mine)]
+    if not p.is_file():
+        return [rel]  # a pipe, a socket: not ours
+    temp = _TEMP.match(p.name)
+    if rel in mine or (temp and Path(rel).with_name(temp["name"]).as_posix() in mine):
+        return []  # its file, or a write of it that a kill cut short
+    if rel == LOCK_FILE and (held_here(p) or p.stat().st_size < 200 and _HOLDER.fullmatch(
+            p.read_bytes().decode("utf-8", "replace"))):
+        return []  # a lock file FolderLock made (empty once released), read only if not held
+    return [rel]
+
+
+def foreign_files(folder: str | Path, layout: Layout, names: Iterable[str] | None = None
+                  ) -> list[str]:
+    """Paths (relative to ``folder``) that ``layout.command`` did not write: among ``names``
+    (the paths it is about to write, and its record; a link on the way to one counts too), or
+    anywhere in the folder."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    mine = claimed(folder, layout)
+    wanted = (sorted({n.rstrip("/") for n in names} | {MANIFEST}) if names is not None else
+              sorted(p.name for p in folder.iterdir()))
+    found = []
+    for rel in wanted:
+        parts = Path(rel).parts
+        for i in range(1, len(parts)):  # a folder on the way: a link would send the write away
+            above = folder.joinpath(*parts[:i])
+            if above.is_symlink() or (above.exists() and not above.is_dir()):
+                found.append(Path(*parts[:i]).as_posix())
+        p = folder / rel
+        if p.exists() or p.is_symlink():
+            found += _foreign(p, rel, mine)
+    return sorted(set(found))
+
+
+def refuse_foreign(folder: str | Path, found: list[str], layout: Layout, *,
+                   flag: str = "--out") -> None:
+    """One line naming the first foreign file (and how many there are)."""
+    if not found:
+        return
+    other, record = read_manifest(folder), Path(folder) / MANIFEST
+    if other is None and (record.exists() or record.is_symlink()):
+        raise FileExistsError(errno.EEXIST, f"{flag} holds a {MANIFEST} that is not a record "
+                              "minielectra wrote (damaged, or a link): nothing was changed; "
+                              "delete it to have the folder checked as one from before records, "
+                              f"or choose another {flag}", str(folder))
+    if other is not None and other["command"] != layout.command:
+        raise FileExistsError(errno.EEXIST, f"{flag} is minielectra {other['command']}'s output "
+                              f"(its {MANIFEST} says so), not {layout.command}'s; nothing was "
+                              f"changed: choose another {flag}", str(folder))
+    first = Path(folder) / found[0]
+    whose = ("a symbolic link; nothing is written through one" if first.is_symlink() else
+             f"its {MANIFEST} does not name it" if other is not None else
+             f"no {MANIFEST} names it")
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    raise FileExistsError(errno.EEXIST, f"{flag} holds {found[0]}{more}, which minielectra "
+                          f"{layout.command} did not write ({whose}); nothing was changed: move "
+                          f"it away, or choose another {flag}", str(folder))
+
+
+def check_claim(folder: str | Path, layout: Layout, names: Iterable[str], *,
+                flag: str = "--out") -> None:
+    """Refuse, before any work, what :func:`claim` would refuse."""
+    folder, names = Path(folder), list(names)
+    if claimed(folder, layout) or layout.shared:  # its own folder: what is in the way counts
+        found = foreign_files(folder, layout, [*names, LOCK_FILE])  # the lock's file too
+    else:  # a folder it never wrote: new or empty, or refused (nothing goes in among yours)
+        found = foreign_files(folder, layout)
+    refuse_foreign(folder, found, layout, flag=flag)
+
+
+def claim(folder: str | Path, layout: Layout, names: Iterable[str], *,
+          flag: str = "--out") -> None:
+    """Before a command writes ``names`` into ``folder`` (created if absent): refuse a folder
+    that is neither new, empty nor the command's own by its record (unless ``layout.shared``),
+    and a file in the way (``names``, ``run.lock``) that the command did not write; else add
+    ``names`` to the folder's record."""
+    folder, names = Path(folder), list(names)
+    check_claim(folder, layout, names, flag=flag)
+    mine = claimed(folder, layout) - {MANIFEST}
+    folder.mkdir(parents=True, exist_ok=True)
+    if mine and read_manifest(folder) is None:
+        log.info("%s: written before minielectra kept a record of its files; adopted as "
+                 "minielectra %s's own (%s)", folder, layout.command, MANIFEST)
+    if not set(names) <= mine or read_manifest(folder) is None:
+        write_manifest(folder, layout, mine | set(names))
+
+
+# ------------------------------------------------------------------------ 3. inputs as outputs
+
+
+def refuse_overlap(out: str | Path | None, inputs: Mapping[str, str | Path | None], *,
+                   flag: str = "--out") -> None:
+    """Refuse ``out`` that is, contains or lies inside one of ``inputs`` (``{flag: path}``;
+    a name that is no path on disk, such as ``bundled`` or a hub id, is skipped)."""
+    if out is None:
+        return
+    o = Path(out).expanduser().resolve()
+    for name, path in inputs.items():
+        if path is None or not isinstance(path, (str, Path)) or not Path(path).exists():
+            continue
+        i = Path(path).expanduser().resolve()
+        how = ("is" if o == i else "lies inside" if i in o.parents else
+               "contains" if o in i.parents else None)
+        if how is not None:
+            raise ValueError(f"{flag} {out} {how} {name} {path}, which this command reads: an "
+                             f"output never replaces or mixes with its input; choose another "
+                             f"{flag}")
+
+
+# ------------------------------------------------------------------------ 4. all-or-nothing output
+
+
+def _leftovers(path: Path, kind: str) -> list[Path]:
+    return sorted(path.parent.glob(f".{glob_escape(path.name)}.{kind}-*"))
+
+
+def _recover(path: Path) -> None:
+    """A process killed between the two renames of a swap left no ``path`` and the previous
+    output in ``.NAME.old-*/``: put it back."""
+    old = [p / "output" for p in _leftovers(path, "old") if (p / "output").is_dir()]
+    if not path.exists() and old:
+        os.rename(old[-1], path)
+        log.warning("%s: restored the previous output (a swap was interrupted)", path)
+
+
+def _swap(tmp: Path, path: Path) -> None:
+    """Publish ``tmp`` as ``path``: the old folder is renamed aside, the new one into place."""
+    public_modes(tmp)  # mkdtemp and safetensors make theirs private
+    for p in sorted(tmp.rglob("*"), reverse=True):
+        if p.is_file() and not p.is_symlink() and p.name != LOCK_FILE:  # closing a file
+            with open(p, "rb") as f:  # drops this process's POSIX locks on it: not the lock
+                os.fsync(f.fileno())
+    old = None
+    if path.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
+        os.rename(path, old / "output")
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        if old is not None:
+            os.rename(old / "output", path)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def exclusive_output(path: str | Path, layout: Layout, *, what: str | None = None,
+                     flag: str = "--out") -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``path``; when the block ends without error it
+    gets its record (every file in it) and replaces ``path`` as a whole. Meanwhile
+    ``path/run.lock`` is held (a second process is refused, naming the holder).
+
+    Checked before any work: ``path`` is a folder or absent, it and its parent can be written,
+    and an existing ``path`` holds only what ``layout.command`` wrote (else it is refused, since
+    the swap would delete the rest). On any exception (Ctrl-C, a full disk) the temporary folder
+    goes and ``path`` is as it was; a folder this call created is removed again.
+    """
+    path = check_out_dir(path, flag=flag)
+    if path.is_symlink():  # a link the user named is the folder they mean: where it points
+        path = path.resolve()
+    _recover(path)
+    refuse_foreign(path, foreign_files(path, layout), layout, flag=flag)
+    created = not path.exists()
+    path.mkdir(parents=True, exist_ok=True)
+    what = what or layout.command
+    try:
+        lock = FolderLock(path, what=what).acquire()
+    except BaseException:
+        if created:
+            shutil.rmtree(path, ignore_errors=True)  # ours, and at most the lock's file in it
+        raise
+    new_lock, done = None, False
+    try:
+        for p in _leftovers(path, "tmp"):  # a killed writer's; ours to clean: we hold the lock
+            shutil.rmtree(p, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+        try:
+            yield tmp
+            write_manifest(tmp, layout, files_under(tmp))
+            new_lock = FolderLock(tmp, what=what).acquire()  # the lock moves with the folder
+            _swap(tmp, path)
+            done = True
+        except OSError as e:  # a full disk: named at its place in path, not in tmp
+            if (Path(e.filename).is_relative_to(tmp) if e.filename else e.errno == errno.ENOSPC):
+                raise named_at(e, tmp, path) from None
+            raise
+        finally:
+            if not done:
+                shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        for held in (new_lock, lock):
+            if held is not None:
+                held.release()
+        if created and not done and [p.name for p in path.iterdir()] == [LOCK_FILE]:
+            with contextlib.suppress(OSError):  # never hides the error that got us here
+                (path / LOCK_FILE).unlink()
+                path.rmdir()

@@ -1,0 +1,158 @@
+"""The suite's report (:mod:`suite`): per arm and recipe, each task's score and the average;
+gains over random init and ELECTRA against MLM, paired by seed; the bag-of-words floor.
+
+Scores are means over fine-tuning seeds (each seed's average is the mean of its five task
+scores); a gain is paired seed by seed (the same training subset, data order and head
+initialisation in both arms), with its sd, the seeds won and the paired t-test's p. Writes
+``RESULTS/results.json`` and ``RESULTS/results.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from minielectra.experiments.stats import paired_t
+from minielectra.finetune.glue.data import get_task
+
+from suite import EXTRA, FEW, PROTOCOL, RECIPES, SUITE
+
+GROUPS = {"suite": SUITE, "few": FEW}
+
+
+def load_runs(out: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
+
+
+def by_seed(runs: list[dict]) -> dict:
+    """(arm, recipe) -> (task, size) -> seed -> run."""
+    table: dict = defaultdict(lambda: defaultdict(dict))
+    for r in runs:
+        table[(r["arm"], r["recipe"])][(r["task"], r["size"])][r["seed"]] = r
+    return table
+
+
+def group_average(cells: dict, tasks, seeds=None) -> dict[int, float]:
+    """Seed -> the mean of the group's task scores, for seeds that ran every task."""
+    have = [set(cells.get(t, {})) for t in tasks]
+    common = set.intersection(*have) if have else set()
+    if seeds is not None:
+        common &= set(seeds)
+    return {s: statistics.fmean(cells[t][s]["score"] for t in tasks) for s in sorted(common)}
+
+
+def paired(a: dict[int, float], b: dict[int, float]) -> dict | None:
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        return None
+    diffs = [a[s] - b[s] for s in seeds]
+    test = paired_t(diffs) if len(diffs) > 1 else {"mean": diffs[0], "sd": float("nan"),
+                                                     "p": float("nan")}
+    return {"seeds": seeds, "diffs": [round(d, 2) for d in diffs], "mean": test["mean"],
+            "sd": test["sd"], "p": test["p"], "wins": sum(d > 0 for d in diffs)}
+
+
+def summarise(runs: list[dict], floor: list[dict]) -> dict:
+    cells = by_seed(runs)
+    random = {recipe: cells[(arm, recipe)] for arm, recipe in cells
+              if any(r["random"] for t in cells[(arm, recipe)].values() for r in t.values())}
+    rows = []
+    for (arm, recipe), tasks in sorted(cells.items(), key=lambda kv: (kv[0][1] != "reinit-1",
+                                                                        kv[0][0])):
+        row = {"arm": arm, "recipe": recipe,
+               "random": any(r["random"] for t in tasks.values() for r in t.values()),
+               "tasks": {f"{t}@{n}": {"mean": statistics.fmean(s["score"] for s in seeds.values()),
+                                      "scores": {k: round(v["score"], 2) for k, v in seeds.items()},
+                                      "best_epoch_gap": statistics.fmean(
+                                          max(v["epoch_scores"]) - v["score"]
+                                          for v in seeds.values())}
+                         for (t, n), seeds in tasks.items()}}
+        base = random.get(recipe) or random.get("reinit-1")
+        for name, group in GROUPS.items():
+            avg = group_average(tasks, group)
+            row[name] = {"mean": statistics.fmean(avg.values()) if avg else None,
+                         "by_seed": {s: round(v, 2) for s, v in avg.items()}}
+            if not row["random"] and base is not None:
+                row[name]["gain"] = paired(avg, group_average(base, group))
+        rows.append(row)
+    return {"rows": rows, "floor": floor, "electra_vs_mlm": electra_vs_mlm(cells)}
+
+
+def electra_vs_mlm(cells: dict) -> dict | None:
+    """ELECTRA minus MLM on the suite average, paired by pre-training seed and fine-tuning seed
+    (the arms named electra-sK / bundled (seed 0) and mlm-sK)."""
+    electra = {"bundled": 0, **{f"electra-s{k}": k for k in range(1, 10)}}
+    diffs = {}
+    for arm, k in electra.items():
+        e, m = cells.get((arm, "reinit-1")), cells.get((f"mlm-s{k}", "reinit-1"))
+        if e is None or m is None:
+            continue
+        pair = paired(group_average(e, SUITE), group_average(m, SUITE))
+        if pair:
+            diffs[k] = pair
+    if not diffs:
+        return None
+    flat = [d for p in diffs.values() for d in p["diffs"]]
+    test = paired_t(flat) if len(flat) > 1 else {"mean": flat[0], "sd": float("nan"),
+                                                 "p": float("nan")}
+    return {"by_pretraining_seed": diffs, "mean": test["mean"], "sd": test["sd"],
+            "p": test["p"], "wins": sum(d > 0 for d in flat), "n": len(flat)}
+
+
+def _fmt(x, digits=1):
+    return "" if x is None else f"{x:.{digits}f}"
+
+
+def _gain(g: dict | None) -> str:
+    if not g:
+        return ""
+    sd = "" if g["sd"] != g["sd"] else f" ± {g['sd']:.1f}"
+    p = "" if g["p"] != g["p"] else f", p {g['p']:.2g}"
+    return f"{g['mean']:+.1f}{sd}{p} ({g['wins']} of {len(g['seeds'])})"
+
+
+def markdown(summary: dict) -> str:
+    cols = [f"{t}@{n}" for t, n in SUITE]
+    head = [get_task(t).display + ("" if n is None else f" {n:,}") for t, n in SUITE]
+    lines = ["| arm | recipe | " + " | ".join(head) + " | average | − random init, paired "
+             "| few (≤2,000 each) | − random init | SST-2 2,000 | SST-2 all |",
+             "|---" * (len(head) + 8) + "|"]
+    for row in summary["rows"]:
+        t = row["tasks"]
+        extra = [_fmt(t.get(f"{task}@{n}", {}).get("mean")) for task, n in EXTRA]
+        lines.append(f"| {row['arm']} | {row['recipe']} | " +
+                     " | ".join(_fmt(t.get(c, {}).get("mean")) for c in cols) +
+                     f" | **{_fmt(row['suite']['mean'])}** | {_gain(row['suite'].get('gain'))} "
+                     f"| {_fmt(row['few']['mean'])} | {_gain(row['few'].get('gain'))} | " +
+                     " | ".join(extra) + " |")
+    floor = {(f["task"], f["size"]): f["score"] for f in summary["floor"]}
+    if floor:
+        suite = [floor.get(k) for k in SUITE]
+        few = [floor.get(k) for k in FEW]
+        avg = statistics.fmean(suite) if None not in suite else None
+        favg = statistics.fmean(few) if None not in few else None
+        lines.append("| TF-IDF + linear (floor) | | " + " | ".join(_fmt(x) for x in suite) +
+                     f" | **{_fmt(avg)}** | | {_fmt(favg)} | | " +
+                     " | ".join(_fmt(floor.get(k)) for k in EXTRA) + " |")
+    lines += ["", "Recipes: " + "; ".join(f"`{k}` = {', '.join(v) or 'the paper’s'}"
+                                          for k, v in RECIPES.items()) +
+              f"; every run {', '.join(PROTOCOL)}."]
+    evm = summary["electra_vs_mlm"]
+    if evm:
+        lines.append(f"\nELECTRA − MLM on the suite average: {evm['mean']:+.1f} ± {evm['sd']:.1f} "
+                     f"(p {evm['p']:.2g}; ELECTRA ahead in {evm['wins']} of {evm['n']} "
+                     "pre-training × fine-tuning seed pairs).")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out: Path, results: Path) -> dict:
+    floor_file = out / "floor.json"
+    floor = json.loads(floor_file.read_text()) if floor_file.is_file() else []
+    summary = summarise(load_runs(out), floor)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (results / "results.md").write_text(markdown(summary))
+    return {"rows": [(r["arm"], r["recipe"], r["suite"]["mean"]) for r in summary["rows"]],
+            "files": [str(results / "results.json"), str(results / "results.md")]}

@@ -1,0 +1,102 @@
+"""The site as a reader meets it: the built pages in headless Chromium, offline.
+
+The site is built once per session (``python -m sphinx -b html -W docs OUT``: a warning fails
+it), or taken from ``$MINIELECTRA_DOCS_SITE`` when that folder holds a build (``.ci/run`` builds
+it once and points here). Then, from ``file://`` with no server and no network:
+
+- each lesson page shows every figure its notebook holds: as many images as the committed
+  notebook has figure outputs (PNG or SVG), each loaded (a non-zero natural width) and visible;
+- the site's search finds a word that only the lessons and chapters use, and lists a lesson.
+
+The references are the committed notebooks (counted with nbformat) and a word picked from a
+lesson's source, not the build's own output. Skipped with a reason without Chromium, the
+``playwright`` package or the ``docs`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("MINIELECTRA_CHROMIUM", "/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+FIGURES = ("image/png", "image/svg+xml")
+SEARCH_WORD = "Gumbel"  # lesson 04's sampling trick: in the lessons and chapters, not the API
+
+pytest.importorskip("sphinx", reason="the docs extra is not installed (pip install -e '.[docs]')")
+pytest.importorskip("myst_nb", reason="the docs extra is not installed (pip install -e '.[docs]')")
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed "
+                               "(pip install -e '.[dev]')")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is None,
+                       reason=f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run "
+                              "installs it)"),
+]
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    given = os.environ.get("MINIELECTRA_DOCS_SITE")
+    if given and (Path(given) / "index.html").is_file():
+        return Path(given)
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q",
+                           str(ROOT / "docs"), str(out)], capture_output=True, text=True,
+                          timeout=1800)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def page():
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            context = browser.new_context(offline=True, viewport={"width": 1300, "height": 900})
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def figure_outputs(path: Path) -> int:
+    nb = nbformat.read(path, as_version=4)
+    return sum(1 for cell in nb.cells if cell.cell_type == "code"
+               for out in cell.get("outputs", [])
+               if any(m in out.get("data", {}) for m in FIGURES))
+
+
+def test_every_lesson_is_on_the_site():
+    assert len(LESSONS) == 8
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
+def test_each_lesson_page_shows_its_figures(site, page, lesson):
+    html = site / "course" / "notebooks" / f"{lesson.stem}.html"
+    assert html.is_file(), html
+    page.goto(html.as_uri())
+    page.wait_for_load_state("load")
+    images = page.eval_on_selector_all(
+        "div.cell_output img",
+        "els => els.map(e => ({w: e.naturalWidth, shown: e.getBoundingClientRect().width}))")
+    expected = figure_outputs(lesson)
+    assert len(images) == expected, (lesson.name, images)
+    assert all(i["w"] > 0 and i["shown"] > 100 for i in images), images
+
+
+def test_search_finds_a_word_from_a_lesson(site, page):
+    assert any(SEARCH_WORD in p.read_text() for p in LESSONS)  # the word is a lesson's
+    page.goto((site / "search.html").as_uri() + f"?q={SEARCH_WORD}")
+    page.wait_for_selector("#search-results ul.search li", timeout=30_000)
+    found = page.eval_on_selector_all("#search-results ul.search li a",
+                                      "els => els.map(e => e.getAttribute('href'))")
+    assert any("course/notebooks/04_replaced_token_detection" in h for h in found), found
