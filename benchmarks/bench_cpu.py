@@ -25,8 +25,8 @@ quartiles.
   inductor's kernel profile): the share of matrix products, attention, fused kernels, copies.
 
 The ``rule`` block is what ``minielectra.training.compiling`` uses to decide when a CPU run
-compiles; ``targets`` compares with the issue's aims. ``docs_section.py`` renders the results
-page's section from this JSON.
+compiles; ``targets`` compares with the aims set for it. The speed page renders its tables from
+this JSON (``docs/_ext/results.py``: ``cpu_pretrain``, ``cpu_finetune``, ``cpu_profile``).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def pretrain_step(run, batches, model_class, *, compiled: bool, onednn: bool = T
     model = model_class(run.model, run.objective).train()
     t = run.train
     optimizer = build_optimizer(model, t, CPU)
-    net = compile_module(model, CPU) if compiled else model
+    net = compile_module(model, CPU, dynamic=False) if compiled else model  # as pretrain does
     counter = itertools.count()
 
     def step():
@@ -161,6 +161,7 @@ def derived(eager: list[float], compiled: list[float], compile_s: float) -> dict
 
 
 def bench_pretrain(name: str, args, peaks: dict) -> dict:
+    torch._dynamo.reset()  # each preset as a fresh process compiles it (its own shapes)
     run, batches = pretrain_setup(name)
     flops = train_flops_per_step(run)
     log(f"{name}: building eager, compiling (empty cache) ...")
@@ -245,6 +246,7 @@ def bench_finetune(args, peaks: dict) -> dict:
     if setup is None:
         return {"skipped": "MINIELECTRA_DATA_DIR with glue/SST-2 is not set"}
     pretrained, cfg, task, data = setup
+    torch._dynamo.reset()
     lengths = [len(ids) for ids, _ in data.train]
     log("sst2: building eager, compiling (dynamic lengths) ...")
     eager, eager_first = first_step(lambda: finetune_step(*setup, compiled=False))

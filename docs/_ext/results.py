@@ -204,9 +204,62 @@ def learning_curve_points(d: dict) -> str:
     return table(["preset", "step", "minutes", "held-out AUC", "AUC without [CLS]/[SEP]"], rows)
 
 
+def _q(x: dict, fmt: str = ".2f") -> str:
+    return f"{x['median']:{fmt}} ({x['q1']:{fmt}}-{x['q3']:{fmt}})"
+
+
+def cpu_pretrain(d: dict) -> str:
+    """``bench_cpu``: eager and compiled pre-training per preset, paired ratios, compile cost."""
+    rows = []
+    for name, p in d["pretrain"].items():
+        frac = p["fraction_of_peak"]["compiled"]
+        rows.append([f"`{name}`, batch {p['batch'][0]} x {p['batch'][1]}", _q(p["eager"]),
+                     _q(p["compiled"]), f"**{p['compiled_vs_eager']['median']:.2f}x**",
+                     f"{p['compile_s']['empty_cache']:.0f} s "
+                     f"({p['break_even_minutes_eager']} min of eager steps)"
+                     if p["break_even_minutes_eager"] is not None else
+                     f"{p['compile_s']['empty_cache']:.0f} s (never repaid)",
+                     f"{p['speedup_50min_run']:.2f}x",
+                     f"**{p['vs_transformers_both_compiled']['median']:.2f}x**",
+                     f"{frac['onednn']:.0%} / {frac['mkl']:.0%}"])
+    peaks = d["peak_gflops"]
+    return table(["preset", "eager steps/s (quartiles)", "compiled steps/s", "compiled / eager, "
+                  "paired", "compiling (break-even)", "a 50-minute run, compiling included",
+                  "/ transformers' modules, both compiled",
+                  f"compiled: share of the fp32 peak, oneDNN {peaks['onednn']:g} / MKL "
+                  f"{peaks['mkl']:g} GFLOP/s"], rows)
+
+
+def cpu_finetune(d: dict) -> str:
+    """``bench_cpu``: SST-2 fine-tuning eager and compiled."""
+    f = d["finetune"]
+    if "skipped" in f:
+        return table(["fine-tuning"], [[f["skipped"]]])
+    return table([f"SST-2, {f['train_examples']:,} sentences, batch {f['batch']}, mean length "
+                  f"{f['mean_length']:g}", "eager steps/s", "compiled steps/s",
+                  "compiled / eager, paired", "compiling"],
+                 [["the recipe's step", _q(f["eager"]), _q(f["compiled"]),
+                   f"**{f['compiled_vs_eager']['median']:.2f}x**",
+                   f"{f['compile_s']['empty_cache']:.0f} s"]])
+
+
+def cpu_profile(d: dict) -> str:
+    """``bench_cpu``: where a pre-training step's time goes, eager and compiled, per preset."""
+    cols = [(name, side) for name, p in d["pretrain"].items() if "profile" in p
+            for side in ("eager", "compiled")]
+    groups = list(dict.fromkeys(g for name, side in cols
+                                for g in d["pretrain"][name]["profile"][side]["groups"]))
+    rows = [[g.replace("_", " ")] + [f"{d['pretrain'][n]['profile'][s]['groups'].get(g, 0):.0%}"
+                                     for n, s in cols] for g in groups]
+    rows.append(["ms per step (profiled)"] + [f"{d['pretrain'][n]['profile'][s]['ms_per_step']:.0f}"
+                                             for n, s in cols])
+    return table(["share of a step (`torch.profiler`)"] + [f"`{n}` {s}" for n, s in cols], rows)
+
+
 TABLES = {f.__name__: f for f in (sst2_whole, sst2_subsets, sst2_diagnostics, sst2_variants,
                                   shuffle_buffer, squad_v1, squad_v2, throughput,
-                                  throughput_profile, bench_small, learning_curve_points)}
+                                  throughput_profile, bench_small, learning_curve_points,
+                                  cpu_pretrain, cpu_finetune, cpu_profile)}
 
 
 def render_table(path: str, *, table_name: str | None = None, tables: str | None = None,

@@ -103,8 +103,9 @@ class Run:
                                                        resumed=ckpt is not None)
 
         self.net = ranks.wrap(self.model)  # DDP: gradients averaged over the ranks
-        # static shapes: one graph for the whole run (tests/test_speed.py)
-        self.net = compile_module(self.net, self.device) if t.compile else self.net
+        # static shapes: one graph for the whole run (tests/test_speed.py); never symbolic ones,
+        # which the masking's random draws on a CPU cannot take
+        self.net = compile_module(self.net, self.device, dynamic=False) if t.compile else self.net
         # CPU tensors (pinned for cuda), moved to the device in train_step.
         self.batches = batch_iterator(train_ds, t.batch_size, seed=t.seed,
                                       start=self.step * t.grad_accum, device=self.device,
