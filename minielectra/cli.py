@@ -15,7 +15,7 @@ experiment  :func:`minielectra.experiments.runner.run_experiment`   JSON summary
             (``toy-grammar``: :func:`~minielectra.experiments.toy_grammar.run_toy_grammar`)
 viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``      an HTML page, or JSON records
 lessons     :func:`minielectra.lessons.copy_lessons`                JSON: the copied notebooks
-==========  ======================================================  ==========================="""
+==========  ======================================================  =================================="""
 
 from __future__ import annotations
 
