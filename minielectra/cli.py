@@ -12,10 +12,10 @@ predict     :func:`minielectra.finetune.predict.run_predict`        JSON predict
 squad-eval  :func:`minielectra.finetune.squad.eval.run_squad_eval`  JSON: the official SQuAD scores
 convert     :func:`minielectra.model.convert.convert`               the output directory
 experiment  :func:`minielectra.experiments.runner.run_experiment`   JSON summary (tables: OUT/NAME)
-            (``toy-grammar``: :func:`~minielectra.experiments.toy_grammar.run_toy_grammar`)
+            (``toy-grammar``: ``toy_grammar.run_toy_grammar``)
 viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``      an HTML page, or JSON records
 lessons     :func:`minielectra.lessons.copy_lessons`                JSON: the copied notebooks
-==========  ======================================================  ==========================="""
+==========  ======================================================  =================================="""
 
 from __future__ import annotations
 

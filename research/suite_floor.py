@@ -22,6 +22,7 @@ from sklearn.linear_model import LogisticRegressionCV, RidgeCV
 from minielectra.finetune.glue.data import get_task, load_split
 from minielectra.finetune.metrics import compute_metrics
 from minielectra.finetune.task import subset
+from minielectra.safeio import write_file
 
 from suite import EXTRA, FEW, SUITE
 
@@ -59,5 +60,5 @@ def run_floor(out: Path) -> dict:
     """Every task and size of the suite; written to ``OUT/floor.json``."""
     results = [floor_score(t, n) for t, n in dict.fromkeys(SUITE + FEW + EXTRA)]
     out.mkdir(parents=True, exist_ok=True)
-    (out / "floor.json").write_text(json.dumps(results, indent=1) + "\n")
+    write_file(out / "floor.json", json.dumps(results, indent=1) + "\n")
     return {"floor": [(r["task"], r["size"], round(r["score"], 1)) for r in results]}

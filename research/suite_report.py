@@ -16,6 +16,7 @@ from pathlib import Path
 
 from minielectra.experiments.stats import paired_t
 from minielectra.finetune.glue.data import get_task
+from minielectra.safeio import write_file
 
 from suite import EXTRA, FEW, PROTOCOL, RECIPES, SUITE
 
@@ -152,7 +153,7 @@ def write_report(out: Path, results: Path) -> dict:
     floor = json.loads(floor_file.read_text()) if floor_file.is_file() else []
     summary = summarise(load_runs(out), floor)
     results.mkdir(parents=True, exist_ok=True)
-    (results / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (results / "results.md").write_text(markdown(summary))
+    write_file(results / "results.json", json.dumps(summary, indent=1) + "\n")
+    write_file(results / "results.md", markdown(summary))
     return {"rows": [(r["arm"], r["recipe"], r["suite"]["mean"]) for r in summary["rows"]],
             "files": [str(results / "results.json"), str(results / "results.md")]}

@@ -85,7 +85,9 @@ def test_experiment_end_to_end_writes_results_table_and_figures(tmp_path):
     for stem in ("toy_grammar_probe_vs_words_per_class", "toy_grammar_probe_vs_flops"):
         ET.fromstring((tmp_path / f"{stem}.svg").read_text())  # well-formed SVG
         assert "plotly" in (tmp_path / f"{stem}.html").read_text()
-    assert sorted(result["files"]) == sorted(str(p) for p in tmp_path.iterdir())
+    written = sorted(str(p) for p in tmp_path.iterdir()
+                     if p.name not in (".minielectra-files.json", "run.lock"))
+    assert sorted(result["files"]) == written  # beside them the folder's record and lock
 
 
 def test_cli_runs_toy_grammar_and_refuses_bad_sizes(tmp_path, capsys):

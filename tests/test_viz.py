@@ -380,7 +380,7 @@ def test_cli_writes_an_offline_page(tmp_path, capsys):
                                                                "vocabulary"),
     (["--text", "the cat"], "give --out FILE.html (a page) or --json"),
     (["--json"], "give --text"),
-    (["--run", "{tmp}", "--out", "{tmp}/x.html"], "no metrics.jsonl"),
+    (["--run", "{tmp}", "--out", "{tmp}.html"], "no metrics.jsonl"),
     (["--run", "{tmp}", "--json"], "--run DIR writes a page"),
     (["--checkpoint", "{tmp}", "--text", "a", "--json"], "not a checkpoint directory"),
     (["--text", "the boring station", "--words", "--replace", "3=dog", "--out", "{tmp}/x.html"],

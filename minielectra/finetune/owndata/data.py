@@ -253,10 +253,10 @@ def build_task(name: str, train_rows: list[Row], dev_rows: list[Row], *,
         pair = "text_pair"
     roles = [("--text-column", columns.text), ("--text-pair-column", pair),
              ("--label-column", columns.label)]
-    for i, (flag, name) in enumerate(roles):  # one column read as two things: silently wrong
-        other = next((f for f, n in roles[i + 1:] if n is not None and n == name), None)
+    for i, (flag, column) in enumerate(roles):  # one column read as two things: silently wrong
+        other = next((f for f, n in roles[i + 1:] if n is not None and n == column), None)
         if other is not None:
-            raise ValueError(f"{flag} and {other} both name the column {name!r}: a column is "
+            raise ValueError(f"{flag} and {other} both name the column {column!r}: a column is "
                              "either the text, the second text or the label")
     labels = [_label_text(_field(r, columns.label, "label", "--label-column"), r[0],
                           columns.label) for r in train_rows]
