@@ -147,7 +147,8 @@ def profile(step, batches, sampler, steps: int, top: int = 12) -> dict:
     events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
     total = sum(e.self_cpu_time_total for e in events)
     share = {e.key: e.self_cpu_time_total / total for e in events}
-    groups = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"),
+    groups = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
+                         "mkldnn::_linear_pointwise"),  # minielectra's dense layers (model/cpu.py)
               "attention": ("scaled_dot_product",)}
     out = {g: round(sum(v for k, v in share.items() if any(x in k for x in keys)), 3)
            for g, keys in groups.items()}

@@ -36,6 +36,7 @@ def pretrain_config(args: argparse.Namespace):
         cfg = apply_overrides(cfg, [f"{k}={v}" for k, v in defaults.items()])
     elif "train.compile" not in given and not _on_gpu(cfg.train.device):
         from .training.compiling import decide_pretrain
+        cfg.validate()  # a bad value is refused before a word about compiling
         choice = decide_pretrain(cfg)  # on a CPU: when the run repays the compiling
         cfg = apply_overrides(cfg, [f"train.compile={choice.compile}"])
         print(choice.line, file=sys.stderr)

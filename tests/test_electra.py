@@ -194,9 +194,8 @@ def test_sampling_draws_what_torch_multinomial_draws():
         assert stat < chi2.ppf(0.999, len(a) - 1), (temperature, stat, len(a))
 
 
-def test_sampling_reaches_a_rare_token_behind_the_bulk_of_the_mass():
-    """A token of probability 1e-4 after 0.9999 of the running sum, drawn at its rate (a float32
-    running sum would still resolve it; the float64 one resolves 1e-12)."""
+def test_sampling_reaches_a_rare_token_at_its_rate():
+    """A token of probability 1e-4 beside one of 0.9999 is drawn at its rate."""
     logits = torch.tensor([0.0, math.log(1e-4 / (1 - 1e-4))])
     draws = 2_000_000
     s = gumbel_max_sample(logits.expand(draws, -1), generator=torch.Generator().manual_seed(3))
@@ -373,10 +372,8 @@ def test_tiny_batch_is_overfit():
     ids, am = batch(b=4, n=16)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     first = None
-    for step in range(300):
-        # A fixed seed each step: the same mask and the same uniform per sample, so the batch
-        # can be memorised. The samples settle once the generator puts most of its mass on the
-        # originals (inverse-CDF sampling moves a sample whenever the mass before it changes).
+    for step in range(150):
+        # a fixed seed each step: the same mask and samples, so the batch can be memorised
         out = model(ids, am, generator=torch.Generator().manual_seed(0))
         first = first if first is not None else out.loss.item()
         opt.zero_grad()

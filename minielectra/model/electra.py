@@ -150,41 +150,16 @@ class Generator(nn.Module):
 
 def gumbel_max_sample(logits: torch.Tensor, *, temperature: float = 1.0,
                       generator: torch.Generator | None = None) -> torch.Tensor:
-    """One sample per row of ``softmax(logits / temperature)``: the distribution of the Gumbel-max
-    trick, drawn with two random numbers per row.
+    """One sample per row of ``softmax(logits / temperature)`` by the Gumbel-max trick.
 
-    The official code takes ``argmax(logits + g)`` with ``g = -log(-log(u))``, one ``u ~ U(0, 1)``
-    per vocabulary entry: ``v`` draws and two logarithms per row, about a tenth of a CPU step for
-    a small model. The same exact sample comes from the inverse of the cumulative distribution,
-    here in two steps: a block of 64 tokens by its share of ``exp(logits - max)``, then a token
-    of that block by its share of the block (:func:`_draw`). A running sum over 64 blocks and 64
-    tokens instead of the whole vocabulary: the one full pass is ``exp`` and the block sums. It
-    runs in float32 (float64 running sums) whatever the autocast precision.
+    ``argmax(logits + g)`` with ``g = -log(-log(u))``, ``u ~ U(0, 1)`` is an exact sample. It
+    runs in float32: in half precision the noise is too coarse (a known PyTorch fp16 Gumbel bug)
+    and rare tokens are never drawn. The ``1e-9`` terms are the official code's.
     """
-    z = logits.detach().float()  # (..., v); no gradient through the sample
-    z = z / temperature if temperature != 1.0 else z
-    *lead, v = z.shape
-    if v % 64:  # padding of weight exp(-inf) = 0, never drawn
-        z = F.pad(z, (0, 64 - v % 64), value=float("-inf"))
-    z = z.unflatten(-1, (-1, 64))  # (..., k, 64)
-    weights = (z - z.amax((-2, -1), keepdim=True)).exp()  # (..., k, 64), the largest is 1
-    block = _draw(weights.sum(-1, dtype=torch.float64), generator)  # (..., 1)
-    inside = weights.gather(-2, block[..., None].expand(*lead, 1, 64)).squeeze(-2)  # (..., 64)
-    return (block * 64 + _draw(inside, generator)).squeeze(-1).clamp_max(v - 1)
-
-
-def _draw(weights: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """An index per row of ``weights`` (..., m) drawn in proportion to them: the first whose
-    running sum exceeds ``u`` times the total, ``u ~ U(0, 1)``. -> (..., 1).
-
-    The sums are float64: in float32 an entry below ~1e-7 of the sum before it would get no
-    interval of its own. ``right=True``: an entry of weight 0 (an equal running sum) is never
-    drawn; the clamp covers ``u`` times the total rounded up to the total.
-    """
-    cdf = weights.double().cumsum(-1)
-    u = torch.rand(*weights.shape[:-1], 1, dtype=torch.float64, device=weights.device,
-                   generator=generator)
-    return torch.searchsorted(cdf, u * cdf[..., -1:], right=True).clamp_max(weights.shape[-1] - 1)
+    logits = logits.detach().float() / temperature  # no gradient through the sample
+    u = torch.rand(logits.shape, device=logits.device, generator=generator)
+    gumbel = -torch.log(-torch.log(u + 1e-9) + 1e-9)
+    return (logits + gumbel).argmax(dim=-1)
 
 
 # ------------------------------------------------------------------------ 4. replacing tokens
