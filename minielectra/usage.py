@@ -89,15 +89,10 @@ def _finish_command(p: argparse.ArgumentParser, name: str, example: str | None =
         p.epilog = f"example:\n  {example}"
 
 
-# The fine-tuning recipe for a few thousand labelled texts (docs/results/few-labels.md): more
-# epochs and the top encoder layer started afresh; the paper's 3 epochs suit the full GLUE sets.
-FEW_LABEL_RECIPE = "--set finetune.epochs=10 --set finetune.reinit_layers=1"
-
-
 def next_commands(run: str) -> str:
     """What a user runs after pre-training, shown when the run ends: evaluate, the report, and
-    fine-tuning with the recipe for little labelled data into an ``--out`` that ``predict``
-    then reads."""
+    fine-tuning on the user's own data (its recipe: ``finetune.run.OWN_DATA_RECIPE``) into an
+    ``--out`` that ``predict`` then reads."""
     q = shlex.quote(run)
     model = shlex.quote(run.rstrip("/") + "-finetuned")
     return ("next:\n"
@@ -105,7 +100,7 @@ def next_commands(run: str) -> str:
             f"  minielectra viz --run {q} --out {shlex.quote(run + '/report.html')}"
             "   # the run's report\n"
             f"  minielectra finetune --checkpoint {q} --train TRAIN.csv --dev DEV.csv \\\n"
-            f"      {FEW_LABEL_RECIPE} --out {model}   # your labelled data\n"
+            f"      --out {model}   # your labelled data\n"
             f'  minielectra predict --model {model} "a text to label"')
 
 

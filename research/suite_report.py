@@ -62,6 +62,11 @@ def summarise(runs: list[dict], floor: list[dict]) -> dict:
     rows = []
     for (arm, recipe), tasks in sorted(cells.items(), key=lambda kv: (kv[0][1] != "reinit-1",
                                                                         kv[0][0])):
+        # a seed that has not run every task of the suite yet stays out of the task columns too,
+        # so that a row's task scores and its average are over the same seeds
+        complete = set(group_average(tasks, SUITE))
+        kept = {tn: {k: v for k, v in seeds.items() if not complete or k in complete
+                     or tn not in SUITE} for tn, seeds in tasks.items()}
         row = {"arm": arm, "recipe": recipe,
                "random": any(r["random"] for t in tasks.values() for r in t.values()),
                "tasks": {f"{t}@{n}": {"mean": statistics.fmean(s["score"] for s in seeds.values()),
@@ -69,7 +74,7 @@ def summarise(runs: list[dict], floor: list[dict]) -> dict:
                                       "best_epoch_gap": statistics.fmean(
                                           max(v["epoch_scores"]) - v["score"]
                                           for v in seeds.values())}
-                         for (t, n), seeds in tasks.items()}}
+                         for (t, n), seeds in kept.items() if seeds}}
         base = random.get(recipe) or random.get("reinit-1")
         for name, group in GROUPS.items():
             avg = group_average(tasks, group)

@@ -129,7 +129,7 @@ def test_the_main_jobs_next_commands_parse_and_lead_to_predict():
     finetune = next(a for a in parsed if a.command == "finetune")
     predict = next(a for a in parsed if a.command == "predict")
     assert finetune.out and predict.model == finetune.out  # predict reads what finetune wrote
-    assert {"finetune.epochs=10", "finetune.reinit_layers=1"} <= set(finetune.set or [])
+    assert not finetune.set  # own data gets its recipe by default (finetune.run.OWN_DATA_RECIPE)
 
 
 def test_lessons_next_step_installs_jupyterlab_where_it_is_missing(monkeypatch, tmp_path):

@@ -180,3 +180,21 @@ def test_without_a_checkpoint_the_bundled_one_is_fine_tuned_and_said(capsys):
     assert code == 0, err
     assert json.loads(out)["checkpoint"].endswith("assets/bundled")
     assert "no --checkpoint given: fine-tuning the bundled one" in err
+
+
+def test_own_data_gets_the_suites_recipe_unless_set_says_otherwise(capsys, checkpoint):
+    """10 epochs by default (finetune.run.OWN_DATA_RECIPE), said in one line; a --set of the
+    same key wins and silences it; a GLUE task keeps the paper's recipe."""
+    assert ft_run.own_data_overrides(["finetune.epochs=2"]) == (["finetune.epochs=2"], [])
+    assert ft_run.own_data_overrides(["finetune.lr=1"]) == (
+        ["finetune.epochs=10", "finetune.lr=1"], ["finetune.epochs=10"])
+    common = ["--checkpoint", checkpoint, "--train", FIXTURES / "reviews_train.csv", "--dev",
+              FIXTURES / "reviews_dev.csv", "--set", "finetune.num_threads=1"]
+    code = main([str(a) for a in ["finetune", *common, "--set", "finetune.batch_size=16"]])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["config"]["epochs"] == 10
+    assert [line for line in err.splitlines() if "the recipe for your own data" in line] == [
+        "finetune reviews_train.csv: the recipe for your own data, 10 epochs (the best on the "
+        "GLUE-style suite's average; --set finetune.epochs=N to change it)"]
+    r = run(capsys, "finetune", *common, *sets("finetune.epochs=1"))
+    assert r["config"]["epochs"] == 1
