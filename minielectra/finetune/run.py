@@ -90,15 +90,16 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
                                   save_model=save_model)
     cfg = finetune_config(overrides)  # a bad value is refused before the data is read
     task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
+    added = []
     if isinstance(task, UserTask):
         overrides, added = own_data_overrides(overrides)
         cfg = finetune_config(overrides)
-        if added and progress:
+    pretrained, source = open_checkpoint(checkpoint)
+    with finetune_output(out) as folder:  # locked; replaced when all is written
+        if added and progress:  # once the inputs and --out are good: a refusal stays one line
             print(f"finetune {task.display}: the recipe for your own data, {OWN_DATA_NOTE} "
                   "(the best on the GLUE-style suite's average; --set finetune.epochs=N to "
                   "change it)", file=sys.stderr)
-    pretrained, source = open_checkpoint(checkpoint)
-    with finetune_output(out) as folder:  # locked; replaced when all is written
         return _finetune(pretrained, source, task, cfg, out=folder, seed=seed, seeds=seeds,
                          data_dir=data_dir, max_train_examples=max_train_examples,
                          progress=progress, save_model=save_model,
