@@ -48,7 +48,7 @@ pytestmark = [
 def site(tmp_path_factory) -> Path:
     given = os.environ.get("MINIELECTRA_DOCS_SITE")
     if given and (Path(given) / "index.html").is_file():
-        return Path(given)
+        return Path(given).resolve()  # .ci/run names it relative to the checkout
     out = tmp_path_factory.mktemp("site")
     done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q",
                            str(ROOT / "docs"), str(out)], capture_output=True, text=True,
