@@ -162,14 +162,18 @@ def squad_v2(d: dict) -> str:
                    f"{d['cpu_seconds_user'] / 60:.1f} min"]])
 
 
+def _q(x: dict, fmt: str = ".2f") -> str:
+    """A median with its quartiles: ``1.23 (1.10-1.31)``."""
+    return f"{x['median']:{fmt}} ({x['q1']:{fmt}}-{x['q3']:{fmt}})"
+
+
 def throughput(d: dict) -> str:
     """One ``bench_throughput`` file: both sides' steps/s, share of peak, the paired ratio."""
     me, hf, r = d["minielectra"], d["transformers"], d["ratio_spread"]
     frac = d["fraction_of_peak"]
-    rows = [["minielectra", f"{me['median']:.2f} ({me['q1']:.2f}-{me['q3']:.2f})",
-             f"{frac['minielectra']:.0%}", f"**{r['median']:.2f}x** ({r['q1']:.2f}-{r['q3']:.2f})"],
-            ["transformers' modules, same objective, optimiser and loop",
-             f"{hf['median']:.2f} ({hf['q1']:.2f}-{hf['q3']:.2f})",
+    rows = [["minielectra", _q(me), f"{frac['minielectra']:.0%}",
+             f"**{r['median']:.2f}x** ({r['q1']:.2f}-{r['q3']:.2f})"],
+            ["transformers' modules, same objective, optimiser and loop", _q(hf),
              f"{frac['transformers']:.0%}", ""]]
     return table([f"`{d['preset']}`, batch {d['batch'][0]} x {d['batch'][1]}, {d['precision']}",
                   "steps/s, median (quartiles)", "share of the measured peak "
@@ -202,10 +206,6 @@ def learning_curve_points(d: dict) -> str:
     rows = [[f"`{c['preset']}`", p["step"], f"{p['elapsed_s'] / 60:.1f}", f"{p['disc_auc']:.3f}",
              f"{p['disc_auc_text']:.3f}"] for c in d["curves"] for p in c["points"]]
     return table(["preset", "step", "minutes", "held-out AUC", "AUC without [CLS]/[SEP]"], rows)
-
-
-def _q(x: dict, fmt: str = ".2f") -> str:
-    return f"{x['median']:{fmt}} ({x['q1']:{fmt}}-{x['q3']:{fmt}})"
 
 
 def cpu_pretrain(d: dict) -> str:
