@@ -1,31 +1,17 @@
 """Where pre-training text comes from: one string names a corpus everywhere (CLI, config, notebooks).
 
-A corpus is a stream of *documents*; a document is a list of non-empty lines (sentences or
-paragraphs). That is the input of the official ELECTRA data builder (``build_pretraining_dataset.py``:
-one sentence per line, a blank line ends a document), and examples never cross a document.
+Names understood by :func:`open_corpus` (a corpus is a stream of documents, :mod:`.documents`):
 
-Names understood by :func:`open_corpus`:
-
-- ``pydocs``: built in, offline: the docstrings of the running Python's standard library, one
-  module per document (~200k words, fixed for a Python build). Collected once, then cached.
-- a path: a ``.txt`` / ``.txt.gz`` file, a directory of them, or a glob (``data/*.txt.gz``), in
-  the official format or as plain paragraphs, one per line (a paragraph is then a "sentence"; the
-  builder drops what exceeds max_len, as the official one does). WikiText files
-  (``wiki.*.raw``) are split into articles at their ``= Title =`` lines.
-- ``pretrain-en``, ``wikitext-2``, ``wikitext-103``, ``openwebtext``: read from the data dir
-  (``data_dir`` or env ``MINIELECTRA_DATA_DIR``, layout of ``shared/data``) when it has them, else
-  from the Hugging Face hub through ``datasets`` (large ones streamed, never loaded whole). A
-  WikiText folder with ``wiki.train.raw`` gives that file alone (the hub's train split); without
-  it, the files that are there. Which files or hub dataset were used is logged.
+- ``pydocs``: built in, offline: the running Python's standard-library docstrings
+  (:mod:`.pydocs`), collected once, then cached.
+- a path: a ``.txt`` / ``.txt.gz`` file, a directory of them, or a glob, in the official format
+  or as plain paragraphs, one per line; WikiText files (``wiki.*.raw``) split at ``= Title =``.
+- ``pretrain-en``, ``wikitext-2``, ``wikitext-103``, ``openwebtext``: from the data dir
+  (``data_dir`` or env ``MINIELECTRA_DATA_DIR``) when it has them, else from the hub; a WikiText
+  folder with ``wiki.train.raw`` gives that file alone (the hub's train split).
 - ``hf:<name>[:<config>][:rows=documents|lines|wikitext][:column=NAME][:revision=REV]``: the
-  train split of any hub dataset, streamed. ``rows`` says what a row is: a document (the
-  default; its newlines separate lines), one line of the official format (a blank row ends a
-  document), or one line of a WikiText file. ``column`` picks the text column (default ``text``,
-  else the first string column). The hub revision is resolved once and is part of the cache key.
+  train split of any hub dataset, streamed (:mod:`.hub`).
 - ``a+b``: the documents of ``a`` then those of ``b`` (the ``mini`` preset: ``pretrain-en+pydocs``).
-
-The pieces: documents and :class:`~.documents.Corpus` (:mod:`.documents`), hub corpora
-(:mod:`.hub`), the ``pydocs`` collector (:mod:`.pydocs`); this module names them.
 """
 
 from __future__ import annotations
@@ -46,8 +32,6 @@ from .hub import HUB_CORPORA, _hub_corpus, parse_hub_spec
 log = logging.getLogger(__name__)
 
 DATA_DIR_ONLY = ("pretrain-en",)  # corpora that exist only as files in a data dir
-
-
 
 
 def default_cache_dir(cache_dir=None) -> Path:

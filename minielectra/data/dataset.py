@@ -1,12 +1,9 @@
 """The pre-training dataset: a corpus through the example builder into memory-mapped arrays, then
 batches.
 
-:func:`build_dataset` tokenises a corpus in chunks of whole documents (in worker processes for large
-corpora; memory stays bounded for streamed ones) with :func:`.examples.build_chunk`, writes
-``input_ids.npy``, ``token_type_ids.npy`` and ``lengths.npy`` plus ``metadata.json`` into a cache
-folder named by (corpus and its revision, tokenizer settings and versions, builder settings), and
-reuses that folder next time; a folder written by other settings is rebuilt. It warns when most of
-the text never reaches an example. :func:`batch_iterator` serves shuffled batches and resumes at
+:func:`build_dataset` tokenises a corpus in chunks of whole documents (in worker processes for
+large corpora) and caches three ``.npy`` arrays and ``metadata.json`` in a folder named by
+everything the examples depend on. :func:`batch_iterator` serves shuffled batches and resumes at
 any batch index. Axis letters: b batch, n sequence.
 """
 

@@ -1,14 +1,9 @@
 """Documents and corpora: the stream of text that pre-training reads, and how files become it.
 
-A corpus is a stream of *documents*; a document is a list of non-empty lines (sentences or
-paragraphs). That is the input of the official ELECTRA data builder (``build_pretraining_dataset.py``:
-one sentence per line, a blank line ends a document), and examples never cross a document.
-Where a corpus comes from (files, the data dir, the hub, ``pydocs``) is :mod:`.corpus`.
-
-:meth:`Corpus.split` holds out documents by a hash of their text, so the held-out set is the same on
-every machine, in every order, and a document never lands on both sides. A streamed corpus takes
-its held-out documents from its first ``STREAMED_HELD_OUT_SCAN`` documents only, so that
-evaluating never reads the whole stream (which may not end).
+A document is a list of non-empty lines, the input of the official builder
+(``build_pretraining_dataset.py``: a blank line ends a document); examples never cross one.
+:meth:`Corpus.split` holds out documents by a hash of their text: the same held-out set on every
+machine and in every order, and a streamed corpus is never read to its end for it.
 """
 
 from __future__ import annotations

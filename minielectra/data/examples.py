@@ -1,17 +1,9 @@
 """Pre-training examples: the official ExampleBuilder, packed into fixed-length rows.
 
 ELECTRA's examples are BERT's without next-sentence prediction (google-research/electra
-``build_pretraining_dataset.py``; paper section 3.1):
-
-- sentences of one document accumulate until they reach the target length or the document ends;
-- with probability 0.1 an example is a single segment, otherwise segment A aims at
-  ``(target - 3) // 2`` tokens (a coin flip decides the sentence at the border) and B takes the rest;
-- the next target length is random in [5, max_len] with probability 0.05, else max_len;
-- layout ``[CLS] A [SEP] B [SEP]``, segment ids 0 then 1, zero padding at the end.
-
-:func:`build_chunk` runs the builder over one chunk of documents with its own random stream;
-:mod:`.dataset` runs it over a whole corpus, caches the rows on disk and serves batches.
-Axis letters: b batch, n sequence.
+``build_pretraining_dataset.py``; paper section 3.1): sentences accumulate up to a target length
+(random in [5, max_len] with probability 0.05), split into segments A and B (one segment with
+probability 0.1), laid out ``[CLS] A [SEP] B [SEP]``. Axis letters: b batch, n sequence.
 """
 
 from __future__ import annotations

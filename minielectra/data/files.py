@@ -1,10 +1,8 @@
 """sha256 sums of the files minielectra writes and later reads back without rebuilding them.
 
-A cache (tokenised examples, a trained vocabulary) or a checkpoint is reused on the word of its
-name and its metadata; neither notices a file that was cut short by a full disk, flipped by a
-failing one, or edited. Each writer records the sums of what it wrote; each reader compares them
-before trusting the files: a damaged cache is rebuilt, a damaged checkpoint is named
-(:mod:`minielectra.model.storage`).
+Each writer records the sums of what it wrote; each reader compares them before trusting the
+files (a cache or checkpoint cut short by a full disk or edited): a damaged cache is rebuilt, a
+damaged checkpoint is named (:mod:`minielectra.model.storage`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Corpora from the Hugging Face hub, streamed through ``datasets`` and never loaded whole.
 
-``hf:<name>[:<config>][:rows=documents|lines|wikitext][:column=NAME][:revision=REV]`` names the
-train split of any hub dataset; ``wikitext-2``, ``wikitext-103`` and ``openwebtext`` are known
-names (:data:`HUB_CORPORA`) read from the hub when the data dir lacks them. The hub revision is
-resolved once and is part of the cache key. ``datasets`` is imported only when the hub is used:
-it is slow to import.
-
-Offline, ``datasets`` retries each request for about 25 seconds before it fails.
-:func:`hub_unreachable` asks once per process (``HF_HUB_OFFLINE``, else a 3-second TCP connect
-to the hub) and, when the hub is out of reach, switches ``datasets`` to its offline mode: a
-dataset in the local cache still loads, anything else fails at once, and the caller says in one
-line what it looked for locally and how to point at local files.
+``datasets`` is imported only when the hub is used (it is slow to import). Offline, it retries
+each request for about 25 seconds: :func:`hub_unreachable` asks once per process and then
+switches it to offline mode, so a cached dataset still loads and anything else fails at once.
 """
 
 from __future__ import annotations

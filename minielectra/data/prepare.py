@@ -1,23 +1,14 @@
 """``minielectra prepare``: a corpus streamed once into shards that ``pretrain --data`` reads.
 
-The same official example builder as :func:`.dataset.build_dataset` (the corpus in chunks of whole
-documents, each chunk built with its own random stream), written as a series of shards of
-``chunks_per_shard`` chunks each, so that an interrupted run resumes: finished shards are kept,
-the chunks they hold are read past without tokenising, and the shard that was being written is
-redone. Because a chunk's examples depend only on (seed, chunk index), the resumed output is
-byte for byte the uninterrupted one. Memory stays bounded (a few chunks in flight per worker).
+The builder of :func:`.dataset.build_dataset`, written as shards of ``chunks_per_shard`` chunks:
+an interrupted run keeps its finished shards and redoes the one it was writing, and since a
+chunk's examples depend only on (seed, chunk index) the result is byte for byte the
+uninterrupted one. Layout of ``--out DIR`` (locked while written; :mod:`minielectra.ownership`)::
 
-Layout of ``--out DIR`` (locked while a ``prepare`` writes it; any other file in the way, one
-no ``prepare`` wrote there by the folder's record, is refused: :mod:`minielectra.ownership`)::
-
-    .minielectra-files.json   the record of what minielectra wrote here
-    prepare.json              the settings (corpus, tokenizer, builder) and each split's totals
-    vocab.txt, tokenizer_config.json      the tokenizer (``pretrain --data`` uses it)
+    prepare.json              the settings and each split's totals
+    vocab.txt, tokenizer_config.json      the tokenizer
     train/shard_00000/        input_ids.npy, token_type_ids.npy, lengths.npy, metadata.json
     heldout/shard_00000/      the documents held out by hash (``held_out_fraction``)
-
-:class:`ShardedDataset` reads a split's shards as one memory-mapped dataset; ``batch_iterator``
-then serves it (each data-parallel rank reads only the rows of its slice of every batch).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """``pydocs``: the built-in, offline corpus of the running Python's standard-library docstrings.
 
-One module per document (~200k words, fixed for a Python build), collected once in a fresh
-isolated interpreter and cached. This file is run on its own there (``python -I``), so it imports
-only the standard library.
+Run on its own in a fresh isolated interpreter (``python -I``), so it imports only the stdlib.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """WordPiece tokenisation with BERT-uncased normalisation, through the Rust `tokenizers` library.
 
-ELECTRA uses BERT's uncased WordPiece vocabulary (paper appendix Table 6, vocab 30522): text is
-cleaned, lower-cased and stripped of accents, split on whitespace and punctuation, and each word is
-cut greedily into the longest vocabulary pieces (``##`` marks a piece that continues a word).
-
-:class:`WordPieceTokenizer` either loads a ``vocab.txt`` (one token per line, line number = id, as
-in google-research/bert) or trains a vocabulary on a corpus. It is saved with every checkpoint
-(``save(dir)`` writes ``dir/vocab.txt``) and reloaded with it, so a model never meets ids from a
-different vocabulary. :func:`resolve_tokenizer` turns ``DataConfig.vocab`` into a tokenizer.
-
-Speed: tokenising whole lines costs ~2 us per token; real text repeats its words (Zipf), so
-:meth:`WordPieceTokenizer.encode_batch` tokenises each distinct word once and reuses the ids. This
-is exact, because BERT's pre-tokeniser never joins pieces across whitespace (see ``_SPLIT_UNSAFE``).
+:class:`WordPieceTokenizer` loads a ``vocab.txt`` (line number = id, as in google-research/bert)
+or trains one on a corpus; it is saved with every checkpoint. Real text repeats its words (Zipf),
+so :meth:`WordPieceTokenizer.encode_batch` tokenises each distinct word once and reuses the ids:
+exact, because BERT's pre-tokeniser never joins pieces across whitespace (``_SPLIT_UNSAFE``).
 """
 
 from __future__ import annotations

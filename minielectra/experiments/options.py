@@ -1,12 +1,8 @@
 """What each ``minielectra experiment NAME`` takes: its options, one typed field each.
 
-A field is a flag of the experiment's subcommand (``words_per_class`` is
-``--words-per-class``), its text parsed as the field's type by the machine that parses every
-config section (:mod:`minielectra.overrides`), its help line beside it. The paper's
-experiments (:mod:`.specs`) take :class:`PaperOptions`, plus ``--set`` (config overrides, as
-``pretrain``'s) and ``--shard``; ``efficiency``, the one with several budgets, also ``--budgets``.
-The toy language takes :class:`ToyGrammarOptions`. The fields are the keyword arguments of
-:func:`.runner.run_experiment` and :func:`.toy_grammar.run_toy_grammar`.
+A field is a flag of the subcommand (``words_per_class`` is ``--words-per-class``), parsed by
+:mod:`minielectra.overrides`, and a keyword argument of :func:`.runner.run_experiment` or
+:func:`.toy_grammar.run_toy_grammar`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Linear probes: how much of a GLUE task a frozen pre-trained encoder already separates.
 
-Fine-tuning at CPU scale is noisy and, with a few thousand labelled sentences, can even prefer a
-random encoder (README, "With few labelled sentences"). A probe asks a steadier question: the
-encoder stays frozen, each sentence (pair) becomes one vector, the mean of its final hidden states
-over the real tokens concatenated with the ``[CLS]`` state (a pre-trained-only ``[CLS]`` was never
-trained for anything, so the mean carries most of it), and a ridge-regularised linear map is fitted
-in closed form: ``W = (X^T X + lambda I)^-1 X^T Y`` on standardised features, ``Y`` one-hot
-(classification: argmax of ``X W``) or the score (STS-B). ``lambda`` is chosen on a fifth of the
-training subset from a fixed grid, then the probe is refitted on all of it and scored on the dev
-set with the task's metric (:mod:`minielectra.finetune.metrics`). No scikit-learn at run time.
+Fine-tuning at CPU scale is noisy; a probe asks a steadier question. Each sentence (pair) becomes
+the mean of its final hidden states concatenated with the ``[CLS]`` state (a pre-trained-only
+``[CLS]`` was never trained for anything), and a ridge map is fitted in closed form on
+standardised features, ``lambda`` picked on a fifth of the training subset. No scikit-learn.
 Axis letters: N examples, b batch, n sequence, d width, c classes.
 """
 

@@ -1,11 +1,8 @@
 """An experiment's results as JSON, Markdown tables and figures (plotly HTML + static SVG).
 
-Per arm (and budget): the mean and the spread (sample standard deviation over seeds) of the
-probe average, each task's probe, the fine-tuning score, the held-out pre-training metric, and
-the compute: steps, training FLOPs, training minutes, tokens. The difference to the first arm
-is *paired* by seed (same data order and fine-tuning seed), its mean +- sd. ``efficiency`` also
-reads ELECTRA and MLM at equal wall time off the same runs: MLM's score at ELECTRA's training
-time, interpolated linearly in log time between MLM's budgets (never extrapolated).
+Per arm (and budget): mean and sample sd over seeds of every score and of the compute; the
+difference to the first arm is *paired* by seed. ``efficiency`` also reads the arms at equal wall
+time: MLM's score interpolated linearly in log time between its budgets (never extrapolated).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """``minielectra experiment NAME``: every run of an experiment, then its tables and figures.
 
-For each budget, arm and seed (:mod:`.specs`), one run (:mod:`.runs`: pre-train, then probes and
-fine-tuning), then a no-pre-training control per seed; all of it resumable. Then
-``OUT/<NAME>/results.json`` (every run, and mean and spread per arm), ``results.md`` (the
-tables) and the figures (:mod:`.report`). The compute of every run is recorded: training FLOPs
-(counted from the config, :mod:`minielectra.objectives.flops`), training seconds and tokens.
+For each budget, arm and seed (:mod:`.specs`) one resumable run (:mod:`.runs`), then a
+no-pre-training control per seed, then the report (:mod:`.report`).
 """
 
 from __future__ import annotations

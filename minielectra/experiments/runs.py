@@ -1,14 +1,9 @@
 """One run of an experiment: pre-train (resumable), then judge downstream; a finished run is a file.
 
-A run lives in its own directory ``OUT/runs/<arm>-<steps>-s<seed>-<config hash>/``: the
-pre-training run (``config.json``, ``metrics.jsonl``, ``checkpoints/``), ``timing.json``
-(training seconds so far, kept up to date at every log line, so an interrupted run's time is not
-lost), ``pretrain.json`` once pre-training is done, and ``result.json`` once it is judged.
-Re-running skips a run with ``result.json`` (judged the same way; another judge re-scores it),
-judges one with ``pretrain.json`` and resumes any other from its latest checkpoint
-(``pretrain(resume=True)``). Runs are named by their content, so experiments that share a run
-(``table5`` and ``efficiency`` both train ELECTRA and MLM) share its directory; the planner
-(:func:`.runner.run_dir`) also finds one trained under another arm's name.
+A run's directory ``OUT/runs/<arm>-<steps>-s<seed>-<config hash>/`` holds the pre-training run,
+``timing.json`` (training seconds, kept across interruptions), ``pretrain.json`` once trained and
+``result.json`` once judged. Runs are named by their content, so experiments that train the same
+run share its directory.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """What each experiment compares: its arms (config overrides), budgets, and the paper's numbers.
 
-Budgets are fractions of ``--budget``, the number of steps the *reference* arm (the preset's
-ELECTRA) trains for. ``equal="flops"`` gives every arm the reference's training FLOPs
-(:mod:`minielectra.objectives.flops`), so an objective that costs more per step takes fewer
-steps; ``equal="steps"`` trains every arm for the same number of steps, as the paper's
-generator-size figure does. Paper numbers: GLUE dev scores of base-scale models
-(``tutorial/appendix_official_recipe.md`` section A.1), for orientation only: our models, data
-and tasks differ.
-
-Fair arms: every ELECTRA-family arm (a generator corrupts the input) gets the paper's generator,
-1/4 of the discriminator's width (:data:`PAPER_GENERATOR`), whatever the preset's own choice
-(``nano``'s 1/32 is tuned for held-out AUC per CPU minute, not for the encoder it leaves); the
-MLM arm runs no generator. The generator-size sweep covers the paper's 1/8 to 1.
+Budgets are fractions of ``--budget``, the steps of the reference arm. ``equal="flops"`` gives
+every arm the reference's training FLOPs; ``equal="steps"`` the same steps (the paper's
+generator-size figure). Every ELECTRA-family arm gets the paper's generator, 1/4 of the
+discriminator's width (``nano``'s 1/32 is tuned for AUC per CPU minute, not for the encoder).
+Paper numbers are GLUE dev scores of base-scale models, for orientation only.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Paired significance tests for seed-paired differences (ELECTRA vs another arm, seed by seed),
-in plain Python: the experiments need two numbers, not a statistics library.
-
-- :func:`paired_t`: Student's t on the differences, two-sided; the t distribution's CDF for an
-  integer number of degrees of freedom in closed form (Abramowitz & Stegun 26.7.3-4).
-- :func:`sign_flip`: the exact permutation test: under "no difference" each difference's sign is
-  a coin flip, so the p-value is the share of the 2^n sign patterns whose mean is at least as far
-  from 0 as the one measured. It assumes no distribution, but with n seeds its smallest p-value
-  is 2 / 2^n (0.0625 at 5 seeds): it cannot say "p < 0.05" with fewer than 6 seeds.
-"""
+"""Paired significance tests for seed-paired differences, in plain Python: Student's t
+(closed-form CDF, Abramowitz & Stegun 26.7.3-4) and the exact sign-flip permutation test, whose
+smallest p-value with n seeds is 2 / 2^n (it cannot say "p < 0.05" with fewer than 6 seeds)."""
 
 from __future__ import annotations
 

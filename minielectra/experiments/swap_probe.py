@@ -1,14 +1,8 @@
 """The word-order probe on real English: has a sentence two neighbouring words swapped?
 
-The GLUE probes (:mod:`.probe`) ask about meaning (sentiment, paraphrase, entailment), which a
-few CPU minutes of pre-training barely reach: at those budgets a random encoder probes as well
-as a pre-trained one. This probe asks about form, the thing a short pre-training does learn and
-the judge of the toy-grammar experiment (:mod:`.toy_grammar`) on real text: held-out English
-sentences (SST-2 training sentences, never seen in pre-training), every other one with two
-neighbouring words swapped (two different words, within the first ``max_words`` so the swap
-survives truncation), a ridge probe on the frozen encoder's features
-(:func:`.probe.fit_probe`), scored by accuracy on sentences disjoint from the probe's training
-set. Chance is 50%.
+The GLUE probes ask about meaning, which a few CPU minutes of pre-training barely reach; this asks
+about form, the judge of :mod:`.toy_grammar` on real text: held-out SST-2 sentences, every other
+one with two neighbouring words swapped, a ridge probe (:func:`.probe.fit_probe`). Chance is 50%.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """``minielectra experiment toy-grammar``: ELECTRA against BERT's MLM at equal training FLOPs, on
 a toy language whose vocabulary size is a knob.
 
-The language: ``det (adj) noun verb prep det (adj) place``, six word classes of
-``words_per_class`` made-up words each (``noun17``...), so a vocabulary of ``6 N + 5``. Its
-structure (which class goes where) is the same whatever ``N``; only the number of words in each
-class changes. Two models of one shape (hidden 64, 2 layers; ELECTRA's generator 1/4 of the
-width) pre-train on fresh sentences for the same training FLOPs
-(:func:`minielectra.objectives.flops.train_flops_per_step`: the MLM runs no generator, so it
-gets a few more steps), and one judge scores both: a ridge probe (:func:`.probe.ridge_fit`) on
-the frozen encoder's ``[CLS]`` and mean-pooled features, asked whether a held-out sentence has
-two neighbouring words swapped. A probe on the untrained encoder says what comes for free.
-
-Why the vocabulary matters (paper section 3.5, Table 5): the MLM's loss at a masked noun is at
-least ``log N`` nats (any of the ``N`` nouns fits), so with many words per class most of its
-loss, and of its 15% of positions, goes to guessing a word the context cannot decide; the
-discriminator learns from all positions whether each token fits, which is the structure.
+The language: ``det (adj) noun verb prep det (adj) place``, six classes of ``words_per_class``
+made-up words each. Two small models pre-train for the same FLOPs, and a ridge probe on the
+frozen encoder asks whether a held-out sentence has two neighbouring words swapped. Why the
+vocabulary matters (paper section 3.5): the MLM's loss at a masked noun is at least ``log N``
+nats, spent on a word the context cannot decide; the discriminator learns from all positions
+whether each token fits, which is the structure.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Open a page in headless Chromium: a screenshot, the rendered DOM and the console's errors.
 
-This is how the tests check that a page written by :mod:`.page` really draws its figures offline
-(plotly's JavaScript embedded, nothing fetched), and how the README's screenshot is made
-(``python -m minielectra.viz.browser PAGE.html OUT.png``), so both go through one code path.
-Debian's ``chromium`` package is what CI installs; ``MINIELECTRA_CHROMIUM`` names another binary.
-
-Example::
-
-    from minielectra.viz.browser import render
-    shot = render("strip.html", "strip.png", width=1200, height=500)
-    shot.plots        # [(width, height)] of every drawn plotly figure
-    shot.errors       # console errors ("Uncaught ...") if a script failed
+The tests check through it that a page of :mod:`.page` draws its figures offline, and the README's
+screenshot is made by it (``python -m minielectra.viz.browser PAGE.html OUT.png``): one code path.
+``MINIELECTRA_CHROMIUM`` names a binary other than Debian's ``chromium``.
 """
 
 from __future__ import annotations

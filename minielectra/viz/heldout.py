@@ -1,22 +1,9 @@
 """Calibration and precision-recall of the discriminator on held-out data.
 
 :func:`heldout_scores` corrupts a checkpoint's held-out examples as ``minielectra evaluate`` does
-(the same documents, batch size and seed, so ``roc_auc`` of its scores is ``evaluate``'s
-``disc_auc``) and keeps every real token's P(replaced) and label. From them:
-
-- :func:`calibration_bins`: tokens binned by P(replaced); a calibrated discriminator's tokens
-  at P = 0.3 are replaced 30% of the time (the diagonal of the reliability diagram).
-- :func:`precision_recall`: the precision-recall curve, as ``sklearn.metrics.
-  precision_recall_curve`` computes it. Replaced tokens are rare (about 1 in 8), so this curve
-  shows what ROC-AUC hides: how many alarms are false at a given recall.
-- :func:`heldout_figure`: both side by side.
-
-Example::
-
-    from minielectra.viz.scoring import load_checkpoint
-    from minielectra.viz.heldout import heldout_figure, heldout_scores
-    s = heldout_scores(load_checkpoint("bundled"), max_examples=256)
-    heldout_figure(s["p_replaced"], s["replaced"]).show()
+(same documents, batch size and seed: its ``roc_auc`` is ``evaluate``'s ``disc_auc``). Replaced
+tokens are rare (about 1 in 8), so the precision-recall curve shows what ROC-AUC hides: how many
+alarms are false at a given recall.
 """
 
 from __future__ import annotations

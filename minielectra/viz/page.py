@@ -1,20 +1,6 @@
-"""Standalone HTML pages of the views: what ``minielectra viz`` writes.
-
-A page opens offline: plotly's JavaScript is embedded once, in the first figure. Two pages:
-
-- :func:`viz_text`: the token strip of one text (``--text``), corrupted by hand (``--replace``)
-  or sampled (``--seed``); or, with ``as_json=True``, its records (:mod:`.scoring`) instead.
-- :func:`viz_run`: a run's training report (``metrics.jsonl``), the checkpoint slider when the
-  run kept several checkpoints, and the last checkpoint's held-out calibration and
-  precision-recall.
-
-Example::
-
-    from minielectra.viz.page import viz_run, viz_text
-    viz_text("bundled", "The cat sat on the mat.", replace={2: "dog"}, out="cat.html")
-    viz_text("bundled", "The cat sat on the mat.", seed=3, as_json=True)  # the records
-    viz_run("runs/nano", out="nano.html")
-"""
+"""Standalone HTML pages of the views, what ``minielectra viz`` writes: :func:`viz_text` (the
+token strip of one text, or its records as JSON) and :func:`viz_run` (a run's report, checkpoint
+slider and held-out calibration). A page opens offline: plotly's JavaScript is embedded once."""
 
 from __future__ import annotations
 

@@ -1,19 +1,8 @@
 """The released ELECTRA-Small beside the bundled model: what a fully trained discriminator does.
 
-``google/electra-small-discriminator`` and ``google/electra-small-generator`` (Clark et al. 2020,
-the official release, also on the Hugging Face hub) are loaded with transformers'
-``from_pretrained``, converted to minielectra's format (:mod:`minielectra.model.convert`) and
-returned as a :class:`.scoring.Checkpoint`, so every per-token view takes them as it takes
-``bundled``. transformers is not a dependency of minielectra and the hub may be unreachable; then
-nothing is loaded and the message says what was skipped, in one line::
-
-    from minielectra.viz.released import load_released
-    released, message = load_released()
-    print(message)
-    if released is not None:
-        token_strip(score_text(released, "the cat sat on the mat .", seed=0)).show()
-
-Local transformers directories work the same way (``load_released("hf/disc", "hf/gen")``).
+``google/electra-small-discriminator`` and ``-generator`` are loaded with transformers, converted
+(:mod:`minielectra.model.convert`) and returned as a :class:`.scoring.Checkpoint`. transformers is
+not a dependency and the hub may be unreachable: then the message says what was skipped.
 """
 
 from __future__ import annotations

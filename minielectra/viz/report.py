@@ -1,21 +1,8 @@
 """A run's training report from its ``metrics.jsonl``, after the run or live while it trains.
 
-``metrics.jsonl`` holds one record a line: ``"kind": "train"`` every ``train.log_every`` steps
-(losses, accuracies, ``lr``, ``tokens_per_s``, averaged since the last line) and ``"kind":
-"eval"`` at each held-out evaluation (``disc_auc``...), both with ``step`` and ``elapsed_s``
-(see :mod:`minielectra.training.step`). :func:`training_report` draws six panels from them:
-losses, accuracies, held-out AUC, held-out precision and recall, learning rate and tokens/s,
-against steps or minutes (buttons switch). :class:`LiveReport` keeps such a figure up to date in a
-notebook while :func:`minielectra.training.loop.pretrain` runs.
-
-Example::
-
-    from minielectra.viz.report import LiveReport, read_metrics, training_report
-    training_report(read_metrics("runs/nano")).show()   # after a run
-
-    live = LiveReport()
-    live                                     # as a cell's last line: the live figure
-    pretrain(cfg, on_record=live)            # it redraws as the records arrive
+The records are ``"kind": "train"`` every ``train.log_every`` steps and ``"kind": "eval"`` at each
+held-out evaluation (:mod:`minielectra.training.step`). :func:`training_report` draws six panels
+against steps or minutes; :class:`LiveReport` redraws them while ``pretrain`` runs.
 """
 
 from __future__ import annotations

@@ -1,41 +1,17 @@
 """Model in, records out: what the generator did to a text, and what the discriminator thinks.
 
-The views (:mod:`.strip`, :mod:`.timeline`, :mod:`.widget`) and ``minielectra viz --json`` all
-read the same records, one per word piece of the text::
+Every view and ``minielectra viz --json`` read the same records, one per word piece::
 
     {"position": 3, "word": 2, "token": "dog", "original": "cat", "replaced": True,
      "masked": True, "hand": False, "p_replaced": 0.91,
      "top_k": [{"token": "cat", "p": 0.41}, {"token": "dog", "p": 0.12}, ...]}
 
-- ``position`` counts the text's word pieces from 1 (``[CLS]`` would be 0), ``word`` its words
-  from 0 (a ``##`` piece continues the word before it). ``[CLS]`` and ``[SEP]`` are scored with
-  the text but not reported: they are never replaced.
-- ``token`` is what the discriminator saw, ``original`` what the text said; ``replaced`` is true
-  when they differ (a generator sample equal to the original counts as original, paper section 2).
-- ``masked``: the generator predicted this position; ``top_k`` is then its most likely tokens
-  with their probabilities (``softmax(logits / temperature)``, the distribution it samples from),
-  otherwise ``[]``. ``hand``: replaced by hand, not sampled.
-- ``p_replaced``: the discriminator's ``sigmoid(logit)``; above 0.5 counts as "replaced", as in
-  ``minielectra evaluate``.
-
-Two ways to corrupt a text (:func:`corrupt_text`): **sample** (the default) is exactly what
-``model(input_ids, generator=torch.Generator().manual_seed(seed))`` does in eval mode (mask
-15%, sample replacements), so the same seed always gives the same picture; **by hand**,
-``replace={position: word}`` puts those words at those positions and nothing else changes. The
-generator's ``top_k`` at a hand-replaced position is computed with the position masked, as the
-generator would have seen it.
-
-A checkpoint knows only the sequence length it was trained on (32 tokens for the bundled one:
-its position embeddings beyond that are untrained), so a longer text is cut into windows of that
-length, each ``[CLS] pieces [SEP]``, scored as one batch.
-
-Example::
-
-    from minielectra.viz.scoring import load_checkpoint, score_text
-    ckpt = load_checkpoint("bundled")
-    records = score_text(ckpt, "The cat sat on the mat.", seed=0)
-    [(r["token"], r["original"], round(r["p_replaced"], 2)) for r in records]
-    score_text(ckpt, "The cat sat on the mat.", replace={2: "dog"})  # "cat" -> "dog" by hand
+``position`` counts word pieces from 1 (``[CLS]`` is scored, not reported), ``word`` words from 0;
+a generator sample equal to the original is not replaced (paper section 2); ``top_k`` is the
+generator's ``softmax(logits / temperature)`` where it predicted. A text is corrupted by sampling
+(exactly ``model(ids, generator=torch.Generator().manual_seed(seed))`` in eval mode) or by hand
+(``replace={position: word}``). A checkpoint knows only its training length (32 for ``bundled``),
+so a longer text is cut into windows of that length, scored as one batch.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Show a figure in a notebook so that every reader sees it, with or without a running kernel.
 
-plotly's notebook output is one mimetype, ``application/vnd.plotly.v1+json``, which JupyterLab,
-Notebook 7 and VS Code draw with plotly.js. GitHub's notebook preview and ``jupyter nbconvert
---to html`` run no plotly.js and show nothing for it. :func:`show` therefore puts, in the same
-output, a PNG of the figure (``image/png``, which both of them display) and a line of text::
-
-    from minielectra.viz.show import show
-    show(fig)                     # interactive where plotly.js runs, a picture everywhere else
-
-The PNG is drawn by plotly.js itself in headless Chromium (:func:`.browser.figure_png`), which
-takes a few seconds a figure; so static copies are made only when asked: ``show(fig,
-static=True)``, or for every figure with the environment variable ``MINIELECTRA_STATIC_FIGURES=1``,
-which is how the committed lessons are executed (``notebooks/README.md``). Without Chromium the
-output holds the interactive figure and the text line, and says why there is no picture.
-
-Widgets (:class:`.report.LiveReport`, :class:`.widget.Explorer`) draw into a :class:`FigureView`
-and use :func:`static_copy` to leave a picture of their last state beside the live view.
+GitHub's notebook preview and ``nbconvert --to html`` run no plotly.js, so :func:`show` puts a PNG
+(drawn by plotly.js in headless Chromium, :func:`.browser.figure_png`) and a line of text beside
+plotly's JSON: when asked (``static=True``), or for every figure with
+``MINIELECTRA_STATIC_FIGURES=1`` (how the committed lessons are executed).
 """
 
 from __future__ import annotations

@@ -1,16 +1,5 @@
-"""Where a question-answering model thinks the answer is: P(start) and P(end) over the passage.
-
-A pure function of the ``view`` that :func:`minielectra.finetune.squad.predict.answer` returns (the
-passage tokens of one window, each with its start and end probability, and the chosen span), so
-a test can hand it any view and check the figure's data.
-
-Example::
-
-    from minielectra.finetune.squad.predict import answer
-    from minielectra.viz.squad import span_figure
-    result = answer("runs/squad", "Who won?", "The Broncos won the game.")
-    span_figure(result["view"], title=result["question"]).show()
-"""
+"""Where a question-answering model thinks the answer is: P(start) and P(end) over the passage,
+from the ``view`` that :func:`minielectra.finetune.squad.predict.answer` returns."""
 
 from __future__ import annotations
 

@@ -1,26 +1,8 @@
 """Records in, figures out: the token strip, the batch heatmap and the checkpoint slider.
 
-Pure functions of the records :mod:`.scoring` makes (one dict per word piece: ``token``,
-``original``, ``replaced``, ``p_replaced``, ``top_k``...), so a test can hand them any records and
-check the figure's data. Every function returns a ``plotly.graph_objects.Figure``.
-
-- :func:`token_strip`: the corrupted sentence as a row of cells coloured by P(replaced), wrapped
-  over several rows. A replaced token has a black outline and its original under it; a marker
-  above a cell says how the discriminator did, so that no reader depends on colour alone:
-  ``●`` caught (replaced, P > 0.5), ``✕`` missed (replaced, P <= 0.5), ``▲`` false alarm
-  (original, P > 0.5). Hovering shows the original, the generator's top-k and P(replaced).
-  A word too long for its cell is written smaller, then cut with "…" (the hover has it whole);
-  a lone punctuation mark is written large and bold.
-- :func:`batch_heatmap`: several texts (columns) x positions (rows) of P(replaced), the
-  replaced positions outlined (the ground truth).
-- :func:`learning_slider`: one sentence scored by successive checkpoints, a slider over steps.
-
-Example::
-
-    from minielectra.viz.scoring import load_checkpoint, score_text
-    from minielectra.viz.strip import token_strip
-    records = score_text(load_checkpoint("bundled"), "The cat sat on the mat.", seed=0)
-    token_strip(records, words=True).show()
+Pure functions of :mod:`.scoring`'s records, so a test can hand them any records. In the strip a
+replaced token is outlined, its original under it, and a marker says how the discriminator did so
+that no reader depends on colour alone: ``●`` caught, ``✕`` missed, ``▲`` false alarm.
 """
 
 from __future__ import annotations

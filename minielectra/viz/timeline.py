@@ -1,17 +1,8 @@
 """Learning over time: one corrupted sentence scored by every kept checkpoint of a run.
 
-The sentence is corrupted once, by hand (``replace``) or by the *last* checkpoint's generator
-(sampled with ``seed``), and every checkpoint's discriminator scores that same corrupted text,
-so the only thing that changes from frame to frame is the model. Each frame's ``top_k`` is that
-checkpoint's own generator on the same masked input: the generator learns too.
-
-A run keeps its milestone checkpoints (``train.milestones``, 6.25/12.5/25/50% of the steps by
-default) and, with ``train.keep_every=K``, every K-th of those ``train.save_every`` writes.
-
-Example::
-
-    from minielectra.viz.timeline import learning_over_time
-    learning_over_time("runs/nano", "the cat sat on the mat", seed=0).show()
+The sentence is corrupted once (by hand, or by the *last* checkpoint's generator) and every
+checkpoint scores that same text, so only the model changes from frame to frame; each frame's
+``top_k`` is that checkpoint's own generator (the generator learns too).
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """The interactive explorer (ipywidgets, in JupyterLab): type a sentence, corrupt it, look.
 
-Type a text; either let the generator sample (``seed``; "sample again" moves to the next seed)
-or type replacements as ``POS=WORD`` pairs (``2=dog 5=ran``: positions count word pieces from 1,
-as the hover shows); choose the checkpoint: ``bundled``, a checkpoint directory (minielectra
-or a converted transformers one) or a ``pretrain --out`` run directory (its latest checkpoint).
-The token strip (:func:`.strip.token_strip`) redraws on every change. Same seed, same picture.
-With *join word pieces* ticked, a replacement inside a word of several pieces is refused: the
-joined cell would hide the piece it changed.
-
-Example (a notebook cell)::
-
-    from minielectra.viz.widget import Explorer
-    Explorer("bundled", "The cat sat on the mat.")      # shows the controls and the strip
-
 Everything the controls do goes through :meth:`Explorer.update`, so a test can set the widgets'
-values, call it and read ``explorer.records`` and ``explorer.figure`` (the figure drawn last; it
-is drawn in a :class:`.show.FigureView`, so a browser reload shows it again).
+values, call it and read ``explorer.records`` and ``explorer.figure``.
 """
 
 from __future__ import annotations
