@@ -46,7 +46,6 @@ CHUNK_CHARS = 1 << 20
 ARRAYS = ("input_ids.npy", "token_type_ids.npy", "lengths.npy")
 
 
-
 # ------------------------------------------------------------------------- chunks in workers
 def _init_worker(tokenizer: WordPieceTokenizer, settings: BuildSettings) -> None:
     global _WORKER
@@ -384,10 +383,8 @@ def batch_iterator(dataset: PretrainingDataset, batch_size: int, *, seed: int = 
     per_epoch = len(dataset) // batch_size
     epoch, first = divmod(start, per_epoch)
     while loop or epoch == 0:
-        if shuffle:
-            order = np.random.default_rng([seed, epoch]).permutation(len(dataset))
-        else:
-            order = np.arange(len(dataset))
+        order = (np.random.default_rng([seed, epoch]).permutation(len(dataset)) if shuffle
+                 else np.arange(len(dataset)))
         part = batch_size // world_size
         for b in range(first, per_epoch):
             begin = b * batch_size + rank * part

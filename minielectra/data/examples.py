@@ -17,8 +17,6 @@ from .tokenizer import WordPieceTokenizer
 
 
 # ----------------------------------------------------------------------------- example builder
-
-
 class ExampleBuilder:
     """The official ExampleBuilder, on sentence *lengths*: an example is two lists of sentence
     indices (segment A, segment B). Random draws happen in the official order, so a port that

@@ -95,8 +95,8 @@ class WordPieceTokenizer:
     def __init__(self, tokens: list[str], *, lowercase: bool = True):
         self.tokens = list(tokens)
         self.lowercase = lowercase
-        self._tokenizer = _bert_tokenizer({t: i for i, t in enumerate(self.tokens)}, lowercase)
         ids = {t: i for i, t in enumerate(self.tokens)}
+        self._tokenizer = _bert_tokenizer(ids, lowercase)
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
             ids[t] for t in SPECIAL_TOKENS)
         self.special_ids = frozenset(ids[t] for t in SPECIAL_TOKENS)
@@ -116,10 +116,7 @@ class WordPieceTokenizer:
         tok = _bert_tokenizer(None, lowercase)
         if iter(texts) is texts:  # read twice below: a one-pass iterator is kept in memory
             texts = list(texts)
-        # The Rust trainer numbers the "##c" symbols in hash-map order, a different order each
-        # process, and breaks ties between equally frequent merges by those numbers: the same
-        # text gave different vocabularies. Numbering them ourselves, in sorted order, ahead of
-        # the training (as extra "special" tokens: those come first) makes it reproducible.
+        # The "##c" symbols numbered ahead of training, sorted: a reproducible vocabulary (.alphabet)
         trainer = trainers.WordPieceTrainer(
             vocab_size=vocab_size, show_progress=False, continuing_subword_prefix="##",
             special_tokens=[*SPECIAL_TOKENS, *continuation_symbols(texts, tok.normalizer)])
@@ -333,9 +330,7 @@ def _train_cached(corpus: "Corpus", vocab_size: int, cache_dir: Path) -> WordPie
         return cached
     log.info("tokenizer: training a %d-token WordPiece vocabulary on %s", vocab_size, corpus.name)
     try:
-        tokenizer = WordPieceTokenizer.train(_Again(lambda: _capped(corpus.texts(),
-                                                                    TRAIN_VOCAB_MAX_CHARS)),
-                                             vocab_size)
+        tokenizer = WordPieceTokenizer.train(_CappedTexts(corpus), vocab_size)
     except ValueError as e:  # named once: a corpus file's own error names it already
         raise ValueError(str(e) if str(e).startswith("corpus ") else
                          f"corpus {corpus.name!r}: {e}") from None
@@ -382,24 +377,21 @@ def _ragged_positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - run_offsets, counts) + np.arange(int(counts.sum()))
 
 
-class _Again:
-    """An iterable that starts over each time it is read (the trainer reads the texts twice)."""
+class _CappedTexts:
+    """A corpus's texts up to ``TRAIN_VOCAB_MAX_CHARS``, from the start each time it is read
+    (the trainer reads them twice)."""
 
-    def __init__(self, make):
-        self.make = make
+    def __init__(self, corpus: "Corpus"):
+        self.corpus = corpus
 
     def __iter__(self):
-        return iter(self.make())
-
-
-def _capped(texts: Iterable[str], max_chars: int) -> Iterable[str]:
-    total = 0
-    for t in texts:
-        yield t
-        total += len(t)
-        if total >= max_chars:
-            log.info("tokenizer: vocabulary trained on the first %d characters", total)
-            return
+        total = 0
+        for t in self.corpus.texts():
+            yield t
+            total += len(t)
+            if total >= TRAIN_VOCAB_MAX_CHARS:
+                log.info("tokenizer: vocabulary trained on the first %d characters", total)
+                return
 
 
 def _safe_name(name: str) -> str:

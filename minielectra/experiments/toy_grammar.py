@@ -44,8 +44,6 @@ PROBE_POINTS = (0.125, 0.25, 0.5, 1.0)  # fractions of a run at which the probe 
 
 
 # ------------------------------------------------------------------------------ the language
-
-
 def vocabulary(words_per_class: int) -> list[str]:
     """Specials, then each class's words in order: word ``k`` of class ``c`` has id
     ``5 + c * N + k``."""
@@ -84,8 +82,6 @@ def probe_set(n: int, words_per_class: int, *, seed: int) -> tuple[torch.Tensor,
 
 
 # ------------------------------------------------------------------------ models and compute
-
-
 def model_config(words_per_class: int) -> ModelConfig:
     return ModelConfig(vocab_size=len(vocabulary(words_per_class)), embedding_size=32,
                        hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128,
@@ -107,8 +103,6 @@ def equal_flops_steps(words_per_class: int, electra_steps: int) -> dict[str, int
 
 
 # ------------------------------------------------------------------------------------ judge
-
-
 def features(model: Electra, ids: torch.Tensor) -> torch.Tensor:
     """``(b, 2d)``: the kept encoder's ``[CLS]`` vector and its mean over the real tokens."""
     device = next(model.parameters()).device
@@ -132,8 +126,6 @@ def probe_accuracy(model: Electra, train: tuple, dev: tuple, *, lam: float = 1.0
 
 
 # ---------------------------------------------------------------------------------- training
-
-
 def pretrain(words_per_class: int, objective: str, steps: int, *, seed: int,
              device: torch.device | str = "cpu", judge: tuple | None = None,
              lr: float = 2e-3, corpus_size: int | None = None) -> dict[str, Any]:
@@ -169,8 +161,6 @@ def pretrain(words_per_class: int, objective: str, steps: int, *, seed: int,
 
 
 # ------------------------------------------------------------------------------- experiment
-
-
 def _spread(values: list[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
@@ -199,11 +189,8 @@ def run_point(words_per_class: int, *, seeds: int = 4, steps: int = 600,
     # Held-out probe sentences: their own seeds, never the pre-training stream's.
     judge = (probe_set(probe_examples, words_per_class, seed=1),
              probe_set(probe_examples // 2, words_per_class, seed=2))
-    per_seed = {a: [] for a in ARMS}
-    curves = {a: [] for a in ARMS}
-    losses = {a: [] for a in ARMS}
-    random_init = []
-    start = time.perf_counter()
+    per_seed, curves, losses = ({a: [] for a in ARMS} for _ in range(3))
+    random_init, start = [], time.perf_counter()
     for seed in range(first_seed, first_seed + seeds):
         torch.manual_seed(seed)
         random_init.append(probe_accuracy(Electra(model_config(words_per_class)), *judge))
@@ -221,10 +208,8 @@ def run_point(words_per_class: int, *, seeds: int = 4, steps: int = 600,
             "steps": n_steps, "flops_per_step": per_step,
             "train_flops": {a: n_steps[a] * per_step[a] for a in ARMS},
             "random_init": statistics.fmean(random_init), "random_init_per_seed": random_init,
-            "per_seed": per_seed,
-            "mean": {a: statistics.fmean(v) for a, v in per_seed.items()},
-            "paired": paired(per_seed),
-            "sd": {a: _spread(v) for a, v in per_seed.items()},
+            "per_seed": per_seed, "mean": {a: statistics.fmean(v) for a, v in per_seed.items()},
+            "paired": paired(per_seed), "sd": {a: _spread(v) for a, v in per_seed.items()},
             "final_loss": {a: statistics.fmean(v) for a, v in losses.items()},
             "log_words_per_class": math.log(words_per_class),
             "curves": curves, "seconds": time.perf_counter() - start}
@@ -252,8 +237,6 @@ def run_toy_grammar(*, words_per_class: int = 1000, seeds: int = 4, steps: int =
 
 
 # ----------------------------------------------------------------------------------- report
-
-
 def markdown(result: dict) -> str:
     s = result["setup"]
     lines = [f"# toy-grammar: ELECTRA vs MLM at equal training FLOPs ({s['seeds']} seeds)", "",

@@ -27,12 +27,10 @@ from ..model.electra import Electra
 from ..model.storage import resolve_bundled
 from ..objectives.compute import DISCRIMINATIVE, load_model
 from ..training import checkpoints
-from ..training.checkpoints import resolve_checkpoint
 from ..training.evaluate import run_config_for
 
+
 # ------------------------------------------------------------------------ 1. the checkpoint
-
-
 @dataclass
 class Checkpoint:
     """A loaded model with what scoring needs to know about it."""
@@ -47,17 +45,11 @@ class Checkpoint:
         return self.model.tokenizer
 
 
-def checkpoint_path(spec: str | Path) -> Path:
+def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
     """``"bundled"``, a checkpoint directory (minielectra or transformers), or a run directory
-    (its latest checkpoint) -> the directory to load."""
+    (its latest checkpoint), loaded for scoring."""
     if not resolve_bundled(spec).is_dir():
         raise FileNotFoundError(f"checkpoint {spec}: no such directory")
-    return resolve_checkpoint(spec)
-
-
-def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
-    """Load a checkpoint for scoring (see :func:`checkpoint_path` for what ``spec`` may be)."""
-    checkpoint_path(spec)  # a missing directory: named
     model, path = checkpoints.load_checkpoint(spec, load_model)  # a run still pruning: its newest
     model.eval()
     if model.objective.name not in DISCRIMINATIVE:
@@ -70,8 +62,6 @@ def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
 
 
 # ------------------------------------------------------------------------- 2. text -> windows
-
-
 @dataclass
 class Encoded:
     """Texts cut into windows of ``[CLS] pieces [SEP]``, and where each piece went."""
@@ -110,8 +100,6 @@ def encode_texts(tokenizer: WordPieceTokenizer, texts: list[str], *, window: int
 
 
 # ----------------------------------------------------------------------------- 3. corrupting
-
-
 @dataclass
 class Corruption:
     """What the generator saw, what the discriminator sees, and the labels; all ``(w, n)``."""
@@ -169,8 +157,6 @@ def hand_corruption(tokenizer: WordPieceTokenizer, enc: Encoded,
 
 
 # ------------------------------------------------------------------------------- 4. scoring
-
-
 @dataclass
 class Scores:
     p_replaced: torch.Tensor  # (w, n) the discriminator's sigmoid(logit)
@@ -217,8 +203,6 @@ def records(tokenizer: WordPieceTokenizer, enc: Encoded, corruption: Corruption,
 
 
 # ------------------------------------------------------------------------- 5. the front door
-
-
 def corrupt_text(ckpt: Checkpoint, text: str, *, replace: dict[int, str] | None = None,
                  seed: int = 0) -> tuple[Encoded, Corruption]:
     """Encode ``text`` and corrupt it: by hand when ``replace`` is given, else sampled."""
