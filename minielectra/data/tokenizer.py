@@ -116,7 +116,7 @@ class WordPieceTokenizer:
         tok = _bert_tokenizer(None, lowercase)
         if iter(texts) is texts:  # read twice below: a one-pass iterator is kept in memory
             texts = list(texts)
-        # The "##c" symbols numbered ahead of training, sorted: a reproducible vocabulary (.alphabet)
+        # "##c" symbols numbered ahead of training, sorted: a reproducible vocabulary (.alphabet)
         trainer = trainers.WordPieceTrainer(
             vocab_size=vocab_size, show_progress=False, continuing_subword_prefix="##",
             special_tokens=[*SPECIAL_TOKENS, *continuation_symbols(texts, tok.normalizer)])

@@ -27,12 +27,16 @@ _ERROR = re.compile(r"Uncaught|Error\b")
 
 def find_chromium() -> str | None:
     """The Chromium binary: ``$MINIELECTRA_CHROMIUM``, else the first on PATH, else None."""
-    if os.environ.get("MINIELECTRA_CHROMIUM"):
-        return os.environ["MINIELECTRA_CHROMIUM"]
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
+    found = (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome", "chrome"))
+    return os.environ.get("MINIELECTRA_CHROMIUM") or next(filter(None, found), None)
+
+
+def _chromium() -> str:
+    chromium = find_chromium()
+    if chromium is None:
+        raise FileNotFoundError("no Chromium found (apt-get install chromium, or set "
+                                "MINIELECTRA_CHROMIUM)")
+    return chromium
 
 
 @dataclass
@@ -58,10 +62,7 @@ def _run(chromium: str, args: list[str], page: Path, budget_ms: int, timeout: fl
 def render(page: str | Path, png: str | Path, *, width: int = 1200, height: int = 500,
            budget_ms: int = 3000, timeout: float = 120.0) -> Rendered:
     """Screenshot ``page`` into ``png`` and read its DOM after the scripts ran (one launch)."""
-    chromium = find_chromium()
-    if chromium is None:
-        raise FileNotFoundError("no Chromium found (apt-get install chromium, or set "
-                                "MINIELECTRA_CHROMIUM)")
+    chromium = _chromium()
     page, png = Path(page), Path(png)
     if not page.is_file():
         raise FileNotFoundError(f"no page at {page}")
@@ -88,10 +89,7 @@ def figure_png(figure_json: str, *, width: int, height: int, timeout: float = 12
     import base64
 
     import plotly
-    chromium = find_chromium()
-    if chromium is None:
-        raise FileNotFoundError("no Chromium found (apt-get install chromium, or set "
-                                "MINIELECTRA_CHROMIUM)")
+    chromium = _chromium()
     plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     with tempfile.TemporaryDirectory(prefix="minielectra-png-") as tmp:
         page = Path(tmp) / "figure.html"

@@ -19,7 +19,7 @@ from .scoring import Checkpoint
 
 
 def heldout_dataset(ckpt: Checkpoint, *, corpus: str | None = None):
-    """The held-out split the checkpoint's run never trained on (or of ``corpus``), as
+    """The held-out split the checkpoint's run never trained on (or ``corpus``'s), as
     ``minielectra evaluate`` reads it."""
     return examples_for(run_config_for(ckpt.path, ckpt.model), ckpt.tokenizer, corpus)[1]
 
@@ -27,7 +27,7 @@ def heldout_dataset(ckpt: Checkpoint, *, corpus: str | None = None):
 def heldout_text(ckpt: Checkpoint, *, index: int = 0, corpus: str | None = None,
                  dataset=None) -> str:
     """Held-out example ``index`` as text (its two segments joined): a sentence the run never
-    trained on, e.g. for :func:`.timeline.score_checkpoints`."""
+    trained on."""
     dataset = heldout_dataset(ckpt, corpus=corpus) if dataset is None else dataset
     if not 0 <= index < len(dataset):
         raise ValueError(f"held-out example {index} does not exist ({len(dataset)} examples)")
@@ -38,8 +38,7 @@ def heldout_text(ckpt: Checkpoint, *, index: int = 0, corpus: str | None = None,
 def heldout_scores(ckpt: Checkpoint, *, max_examples: int | None = 512,
                    corpus: str | None = None, seed: int | None = None, dataset=None) -> dict:
     """Every real token of the held-out examples: ``p_replaced``, ``replaced`` (labels),
-    ``text`` (False for [CLS]/[SEP]) as arrays, plus ``auc``, ``examples`` and ``seed``
-    (:func:`minielectra.training.evaluate.evaluate_model`'s tokens)."""
+    ``text`` (False for [CLS]/[SEP]) as arrays, plus ``auc``, ``examples`` and ``seed``."""
     cfg = run_config_for(ckpt.path, ckpt.model)
     seed = cfg.train.seed if seed is None else seed
     dataset = heldout_dataset(ckpt, corpus=corpus) if dataset is None else dataset
@@ -55,7 +54,7 @@ def heldout_scores(ckpt: Checkpoint, *, max_examples: int | None = 512,
 
 def calibration_bins(p, labels, *, bins: int = 10) -> dict[str, np.ndarray]:
     """Equal-width bins of P on [0, 1]: ``edges``, ``count``, ``mean_p`` and
-    ``frac_replaced`` per bin (NaN in an empty bin). P = 1 falls in the last bin."""
+    ``frac_replaced`` per bin (NaN in an empty bin)."""
     p, labels = np.asarray(p, np.float64), np.asarray(labels, bool)
     which = np.minimum((p * bins).astype(np.int64), bins - 1)
     count = np.bincount(which, minlength=bins)
@@ -68,8 +67,7 @@ def calibration_bins(p, labels, *, bins: int = 10) -> dict[str, np.ndarray]:
 
 def precision_recall(p, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(precision, recall, thresholds)`` as ``sklearn.metrics.precision_recall_curve``: one
-    point per distinct score taken as the threshold (``p >= t`` flags), thresholds increasing,
-    then the point (recall 0, precision 1)."""
+    point per distinct score (``p >= t`` flags), then (recall 0, precision 1)."""
     p, labels = np.asarray(p, np.float64), np.asarray(labels, bool)
     order = np.argsort(-p, kind="mergesort")
     p, labels = p[order], labels[order]

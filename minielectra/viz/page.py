@@ -60,7 +60,7 @@ def viz_text(checkpoint: str | Path = "bundled", text: str = "", *,
              replace: dict[int, str] | None = None, seed: int = 0, top_k: int = 5,
              words: bool = False, out: str | Path | None = None, as_json: bool = False):
     """The token strip of ``text`` as a page at ``out`` (returns a summary), or with
-    ``as_json=True`` the records themselves (a list, one per word piece)."""
+    ``as_json=True`` the records themselves."""
     if not text.strip():
         raise ValueError("the text is empty: give a sentence to score (--text)")
     if out is None and not as_json:
@@ -83,10 +83,9 @@ def viz_text(checkpoint: str | Path = "bundled", text: str = "", *,
 def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
             replace: dict[int, str] | None = None, seed: int = 0, words: bool = False,
             heldout_examples: int | None = None) -> dict:
-    """A run's page: training report, checkpoint slider (two or more checkpoints; the sentence
-    is ``text`` or the first held-out example), held-out calibration and precision-recall of the
-    last checkpoint on its held-out examples: all of them, as ``minielectra evaluate`` scores
-    (same count, same AUC), or ``heldout_examples`` evenly spaced ones (0: skipped)."""
+    """A run's page: training report, checkpoint slider (on ``text`` or the first held-out
+    example), and the last checkpoint's held-out calibration and precision-recall: on all its
+    held-out examples, as ``minielectra evaluate`` scores them, or ``heldout_examples`` (0: off)."""
     if text is not None and not text.strip():
         raise ValueError("the text is empty: give a sentence to score (--text), or leave it out")
     if heldout_examples is not None and heldout_examples < 0:

@@ -44,7 +44,8 @@ def hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
 
 def load_released(discriminator: str | Path = DISCRIMINATOR,
                   generator: str | Path = GENERATOR) -> tuple[Checkpoint | None, str]:
-    """``(checkpoint, message)``: the released model ready to score, or ``None`` and why not."""
+    """``(checkpoint, message)``: the released model ready to score, or ``None`` and why not
+    (``discriminator``, ``generator``: hub names or local transformers directories)."""
     try:
         import transformers  # noqa: F401  (test-only for minielectra: maybe absent)
     except ImportError:

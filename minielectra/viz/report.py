@@ -67,9 +67,8 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
 
 
 def bundled_auc_curve(card: str | Path | None = None) -> dict[int, float]:
-    """The held-out AUC by step of the run that trained the bundled model, as its model card
-    records it (the ``| step |`` and ``| AUC |`` rows of ``MODEL_CARD.md``): a reference for
-    where a longer run goes."""
+    """The held-out AUC by step of the bundled model's run, from its ``MODEL_CARD.md`` (the
+    ``| step |`` and ``| AUC |`` rows): a reference for where a longer run goes."""
     from ..model.storage import resolve_bundled
     path = Path(card) if card is not None else resolve_bundled("bundled") / "MODEL_CARD.md"
     rows = {}
@@ -137,10 +136,7 @@ def _empty_notes(records: list[dict]) -> list[dict]:
 
 def training_report(records: list[dict], *, x: str = "steps",
                     title: str | None = None) -> go.Figure:
-    """Six panels of a run's records (:func:`read_metrics`); ``x`` is "steps" or "minutes".
-
-    :data:`FIGURE_WIDTH` wide (an explicit width: autosized subplots crowd their titles), the
-    legend under the panels, a word in each panel that has no record yet."""
+    """Six panels of a run's records (:func:`read_metrics`); ``x`` is "steps" or "minutes"."""
     if x not in X_AXES:
         raise ValueError(f"x must be one of {sorted(X_AXES)}, got {x!r}")
     rows = -(-len(PANELS) // COLS)
@@ -163,14 +159,10 @@ def training_report(records: list[dict], *, x: str = "steps",
 
 
 class LiveReport:
-    """A :func:`training_report` in a notebook that redraws as records arrive.
-
-    Call it with each record (``pretrain(cfg, on_record=live)``). Redraws are at most one every
-    ``every_s`` seconds, plus one at every held-out evaluation (the run's last record is one), so
-    a fast run does not spend its time drawing. ``refresh()`` redraws now. The figure is drawn in
-    a :class:`.show.FigureView` (``widget``), so a browser reload shows the run's latest curves;
-    ``figure`` is the figure drawn last. Each redraw draws the steps axis.
-    """
+    """A :func:`training_report` in a notebook that redraws as records arrive
+    (``pretrain(cfg, on_record=live)``): at most once every ``every_s`` seconds, so that a fast
+    run does not spend its time drawing, and at every held-out evaluation (the run's last record
+    is one)."""
 
     def __init__(self, records: list[dict] | None = None, *, title: str | None = None,
                  every_s: float = 1.0):

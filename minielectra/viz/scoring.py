@@ -113,8 +113,7 @@ class Corruption:
 
 @torch.no_grad()
 def sample_corruption(model: Electra, enc: Encoded, *, seed: int = 0) -> Corruption:
-    """Mask and sample exactly as ``model(...)`` does, with ``Generator().manual_seed(seed)``
-    (its steps 1-4, :meth:`Electra.corrupt`; :func:`score` then runs the discriminator once)."""
+    """Mask and sample exactly as ``model(...)`` does (:meth:`Electra.corrupt`), seeded."""
     rng = torch.Generator(device=enc.input_ids.device).manual_seed(seed)
     c = model.corrupt(enc.input_ids, enc.attention_mask, enc.token_type_ids, generator=rng)
     m = c.masked
@@ -179,7 +178,7 @@ def score(model: Electra, enc: Encoded, corruption: Corruption, *, top_k: int = 
 
 def records(tokenizer: WordPieceTokenizer, enc: Encoded, corruption: Corruption,
             scores: Scores) -> list[list[dict]]:
-    """One list of records per text (see the module docstring)."""
+    """One list of records per text."""
     slot = torch.full(enc.input_ids.shape, -1, dtype=torch.long)
     slot[corruption.masked] = torch.arange(int(corruption.masked.sum()))
     vocab = tokenizer.tokens
@@ -230,8 +229,7 @@ def score_texts(ckpt: Checkpoint, texts: list[str], *, seed: int = 0,
 
 
 def parse_replacements(items: list[str], *, name: str = "--replace") -> dict[int, str]:
-    """``["3=dog", "5=ran"]`` -> ``{3: "dog", 5: "ran"}`` (the CLI's ``--replace POS=WORD``;
-    ``name`` is what the messages call the input, e.g. the explorer's "replace" box)."""
+    """``["3=dog", "5=ran"]`` -> ``{3: "dog", 5: "ran"}``; ``name`` is what errors call it."""
     out = {}
     for item in items:
         pos, sep, word = item.partition("=")

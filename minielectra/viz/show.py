@@ -15,10 +15,8 @@ import os
 import plotly.graph_objects as go
 
 # The width of figures and widgets (px), set explicitly: a widget autosized by plotly stays at
-# its 700 px default and crowds its subplot titles. 900 px holds two report panels' titles side by
-# side (tests/test_viz_run.py checks); in a narrower notebook column the output scrolls sideways.
-# Figures that set no width of their own autosize to the column when live; their PNG is drawn at
-# this width.
+# its 700 px default and crowds its subplot titles; 900 px holds two report panels' titles side by
+# side (tests/test_viz_run.py checks). Figures without a width of their own get it in their PNG.
 FIGURE_WIDTH = 900
 DEFAULT_HEIGHT = 450  # plotly's own default height, for figures that set none
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -47,8 +45,8 @@ def png(fig: go.Figure) -> bytes:
 
 def figure_bundle(fig: go.Figure, *, static: bool | None = None,
                   interactive: bool = True) -> dict:
-    """The output's mimetypes: plotly's JSON (``interactive``), a PNG (``static``; None:
-    :func:`static_figures_on`) and one line of text, which says where the figure can be seen."""
+    """The output's mimetypes: plotly's JSON (``interactive``), a PNG (``static``) and one line of
+    text, which says where the figure can be seen."""
     static = static_figures_on() if static is None else static
     bundle = {PLOTLY_MIME: json.loads(fig.to_json())} if interactive else {}
     text = describe(fig)
@@ -82,12 +80,9 @@ class FigureView:
     """A figure that a widget redraws and that a browser reload brings back: an ipywidgets
     ``Output`` whose one output is the figure's plotly JSON; :meth:`draw` replaces it.
 
-    Not plotly's ``FigureWidget``: the kernel keeps that widget's figure as it was first shown
-    (later edits reach the page as messages only), and anywidget gives a model restored by a
-    reload two seconds to load plotly.js's 5 MB, so a reloaded page draws stale axes or nothing
-    ("[anywidget] Failed to initialize model"). An ``Output``'s outputs are kernel-side state, so
-    the page draws the latest figure; each draw replaces the whole figure (a reader's zoom is not
-    kept).
+    Not plotly's ``FigureWidget``: a reload restores that widget's figure as it was first shown,
+    or nothing ("[anywidget] Failed to initialize model"); an ``Output``'s outputs are
+    kernel-side state, so the page draws the latest figure.
     """
 
     def __init__(self, fig: go.Figure | None = None):
@@ -104,8 +99,7 @@ class FigureView:
 
 
 def widget_bundle(widget, text: str) -> dict:
-    """A widget's output with ``text`` as its plain-text part: what a reader without the kernel
-    sees in place of the widget (not ipywidgets' repr, e.g. ``VBox(children=...``)."""
+    """A widget's output with ``text`` as its plain-text part, for a reader without the kernel."""
     bundle = widget._repr_mimebundle_()
     bundle["text/plain"] = text
     return bundle

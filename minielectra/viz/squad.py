@@ -11,11 +11,8 @@ START, END, SPAN = "#2166ac", "#b2182b", "rgba(255, 200, 0, 0.35)"  # blue, red,
 
 
 def span_figure(view: dict, *, title: str = "") -> go.Figure:
-    """Two bar series over the passage tokens, P(start) and P(end), the chosen span shaded.
-
-    P(no answer) at ``[CLS]`` is shown in the legend names (a 2.0 model puts its mass there
-    when it abstains); the x axis is the token index, labelled with the tokens.
-    """
+    """P(start) and P(end) as bars over the passage tokens, the chosen span shaded; P(no
+    answer) at ``[CLS]`` in the legend (a 2.0 model puts its mass there when it abstains)."""
     tokens = view["tokens"]
     x = list(range(len(tokens)))
     labels = [plotly_text(t) for t in tokens]
@@ -41,8 +38,7 @@ def span_figure(view: dict, *, title: str = "") -> go.Figure:
 
 
 def span_text(view: dict, *, width: int = 3) -> str:
-    """The same view as plain text, one token a line: ``token  P(start)  P(end)``, the answer's
-    tokens marked ``>`` (for terminals, logs and checked notebook output)."""
+    """The same view as plain text, one token a line, the answer's tokens marked ``>``."""
     span = view.get("answer_tokens") or (-1, -2)
     lines = [f"  {'token':<14} {'P(start)':>8} {'P(end)':>8}"]
     for i, (t, s, e) in enumerate(zip(view["tokens"], view["p_start"], view["p_end"])):

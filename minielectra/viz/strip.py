@@ -41,8 +41,7 @@ def outcome(record: dict, threshold: float = THRESHOLD) -> str | None:
 
 
 def join_words(records: list[dict]) -> list[dict]:
-    """One record per word: pieces joined (``##`` dropped), P = the most suspicious piece's,
-    replaced/masked/hand if any piece is; ``pieces`` keeps the piece records for the hover."""
+    """One record per word (P: its most suspicious piece's); ``pieces`` keeps the pieces."""
     words: list[dict] = []
     for r in records:
         if words and words[-1]["word"] == r["word"]:
@@ -76,16 +75,14 @@ def hidden_pieces(records: list[dict], replace: dict[int, str] | None, *,
 
 
 def plotly_text(text: str) -> str:
-    """``text`` in plotly's HTML subset: ``<``, ``>`` and ``&`` escaped, quotes left as they are
-    (plotly writes an entity it does not know, such as ``&quot;``, literally)."""
+    """``text`` escaped for plotly's HTML subset; quotes kept (it shows ``&quot;`` literally)."""
     return html.escape(text, quote=False)
 
 
 def fit_label(text: str, *, cell_px: float, font_size: int = FONT_SIZE,
               italic: bool = False) -> str:
-    """``text`` sized for a cell ``cell_px`` wide whose font is ``font_size`` px: a lone
-    punctuation mark large and bold (a ``.`` at 14 px is a speck), a long word smaller, a word
-    too long even at :data:`MIN_FONT_SIZE` cut with "…"."""
+    """``text`` sized for a cell ``cell_px`` wide: a long word smaller, then cut with "…"; a lone
+    punctuation mark large and bold (a ``.`` at 14 px is a speck)."""
     room = 0.9 * cell_px / CHAR_EM  # characters x font size (px) that fit
     size = font_size
     if len(text) * size > room:
@@ -120,8 +117,7 @@ def hover_text(record: dict) -> str:
 
 def cell_text(record: dict, *, cell_px: float = STRIP_PLOT_WIDTH / 12,
               font_size: int = FONT_SIZE) -> str:
-    """The cell's label: the token, and under it the original when it was replaced, each sized
-    to a cell ``cell_px`` wide (:func:`fit_label`)."""
+    """The cell's label: the token, and under it the original when it was replaced."""
     token = fit_label(record["token"], cell_px=cell_px, font_size=font_size)
     if not record["replaced"]:
         return token
@@ -131,8 +127,7 @@ def cell_text(record: dict, *, cell_px: float = STRIP_PLOT_WIDTH / 12,
 
 
 def wrap(records: list[dict], per_row: int) -> list[tuple[int, int]]:
-    """(row, column) of each record, ``per_row`` cells a row, not breaking a word across rows
-    unless it is longer than a row."""
+    """(row, column) of each record, ``per_row`` a row, a word broken only if longer than a row."""
     cells, row, col = [], 0, 0
     for i, r in enumerate(records):
         starts_word = i == 0 or records[i - 1]["word"] != r["word"]
@@ -147,7 +142,7 @@ def wrap(records: list[dict], per_row: int) -> list[tuple[int, int]]:
 def strip_traces(records: list[dict], cells: list[tuple[int, int]], *,
                  threshold: float = THRESHOLD, per_row: int = 12) -> list[go.BaseTraceType]:
     """The heatmap of cells plus one marker trace per outcome (always all three, maybe empty, so
-    that slider frames line up trace by trace); ``per_row`` cells share the plot's width."""
+    that slider frames line up trace by trace)."""
     rows, cols = max(r for r, _ in cells) + 1, max(c for _, c in cells) + 1
     z = [[None] * cols for _ in range(rows)]
     text = [[""] * cols for _ in range(rows)]
@@ -161,14 +156,13 @@ def strip_traces(records: list[dict], cells: list[tuple[int, int]], *,
                          colorscale=COLORSCALE, xgap=3, ygap=3, name="P(replaced)",
                          textfont=dict(size=FONT_SIZE),
                          colorbar=dict(title=dict(text="P(replaced)"), thickness=14))]
+    dx, dy = MARKER_OFFSET
     for name, (symbol, label) in OUTCOMES.items():
-        hits = [(c, r, hover_text(rec)) for rec, (r, c) in zip(records, cells)
+        hits = [(c + dx, r + dy, hover_text(rec)) for rec, (r, c) in zip(records, cells)
                 if outcome(rec, threshold) == name]
         hits = hits or [(None, None, "")]  # an empty trace would drop out of the legend
-        dx, dy = MARKER_OFFSET
         traces.append(go.Scatter(
-            x=[None if h[0] is None else h[0] + dx for h in hits],
-            y=[None if h[1] is None else h[1] + dy for h in hits], mode="markers", name=label,
+            x=[h[0] for h in hits], y=[h[1] for h in hits], mode="markers", name=label,
             hovertext=[h[2] for h in hits], hovertemplate="%{hovertext}<extra></extra>",
             marker=dict(symbol=symbol, size=11, color=MARKER_FILL,
                         line=dict(width=1.5, color=MARKER_LINE))))
@@ -195,11 +189,7 @@ def _strip_layout(fig: go.Figure, rows: int, cols: int, title: str | None) -> go
 
 def token_strip(records: list[dict], *, words: bool = False, per_row: int = 12,
                 threshold: float = THRESHOLD, title: str | None = None) -> go.Figure:
-    """The per-token view of one corrupted text (records from :func:`.scoring.score_text`).
-
-    ``words=True`` joins word pieces into words (:func:`join_words`). Cells are laid out
-    ``per_row`` to a row; ``threshold`` decides caught/missed/false alarm.
-    """
+    """The per-token view of one corrupted text; ``words=True`` joins pieces into words."""
     items = join_words(records) if words else records
     cells = wrap(items, per_row)
     fig = go.Figure(strip_traces(items, cells, threshold=threshold, per_row=per_row))
@@ -210,14 +200,9 @@ def token_strip(records: list[dict], *, words: bool = False, per_row: int = 12,
 
 def batch_heatmap(batch: list[list[dict]], *, labels: list[str] | None = None,
                   show_tokens: bool | None = None, title: str | None = None) -> go.Figure:
-    """P(replaced) of several texts side by side: one column per text, read top to bottom, one
-    row per word-piece position (counted from 1, as the hover and ``replace`` count); the
-    replaced pieces outlined in black (the ground truth, named in the legend).
-
-    ``batch`` holds one record list per text (:func:`.scoring.score_texts`). Columns, not rows:
-    a column is wide enough for a word written in its cell. Tokens are written in the cells when
-    there are at most 60 positions (``show_tokens`` overrides).
-    """
+    """P(replaced) of several texts (:func:`.scoring.score_texts`): a column per text (wide
+    enough for a word), a row per position; the replaced pieces outlined. Tokens are written in
+    the cells up to 60 positions (``show_tokens`` overrides)."""
     n = max(len(recs) for recs in batch)
     labels = labels or [f"text {i + 1}" for i in range(len(batch))]
     cols = range(len(batch))
@@ -259,9 +244,7 @@ def replaced_cells(fig: go.Figure) -> set[tuple[int, int]]:
 
 
 def restyle_args(traces: list[go.BaseTraceType]) -> dict:
-    """A ``Plotly.restyle`` update that turns the strip's traces into ``traces`` (same layout):
-    the heatmap's values and texts, the markers' places. ``None`` leaves an attribute that a
-    trace does not have at its default."""
+    """A ``Plotly.restyle`` update that turns the strip's traces into ``traces`` (same layout)."""
     heat, *marks = traces
     return {"z": [heat.z] + [None] * len(marks), "text": [heat.text] + [None] * len(marks),
             "hovertext": [heat.hovertext] + [m.hovertext for m in marks],
@@ -270,12 +253,10 @@ def restyle_args(traces: list[go.BaseTraceType]) -> dict:
 
 def learning_slider(frames: list[tuple[int, list[dict]]], *, words: bool = False,
                     per_row: int = 12, title: str | None = None) -> go.Figure:
-    """One corrupted text as successive checkpoints saw it: ``frames`` is ``[(step, records)]``
-    (:func:`.timeline.score_checkpoints`), the same corruption in each. The slider starts at the
-    first checkpoint; each of its steps restyles the strip to that checkpoint's scores.
+    """One corrupted text as successive checkpoints saw it (``frames``: ``[(step, records)]``).
 
-    The steps restyle rather than animate plotly frames: a page or notebook that auto-plays
-    frames draws heatmaps blank, and a restyle looks the same in every renderer.
+    The slider's steps restyle rather than animate plotly frames: a page or notebook that
+    auto-plays frames draws heatmaps blank, and a restyle looks the same in every renderer.
     """
     if not frames:
         raise ValueError("learning_slider needs at least one checkpoint")

@@ -28,9 +28,8 @@ def score_checkpoints(checkpoints: list[tuple[int, Path]], text: str, *,
                       replace: dict[int, str] | None = None, seed: int = 0,
                       top_k: int = 5, last: Checkpoint | None = None
                       ) -> list[tuple[int, list[dict]]]:
-    """``[(step, records)]``: the text, corrupted once (by hand, or by the last checkpoint's
-    generator with ``seed``), scored by each checkpoint in turn. ``last``: the last checkpoint,
-    when the caller has it loaded already."""
+    """``[(step, records)]``: the text, corrupted once, scored by each checkpoint in turn.
+    ``last``: the last checkpoint, when the caller has it loaded already."""
     if not checkpoints:
         raise ValueError("score_checkpoints needs at least one checkpoint")
     last = load_checkpoint(checkpoints[-1][1]) if last is None else last

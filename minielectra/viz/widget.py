@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from .scoring import Checkpoint, load_checkpoint, parse_replacements, score_text
 from .show import FIGURE_WIDTH, FigureView, static_copy, widget_bundle
-from .strip import hidden_pieces, token_strip
+from .strip import hidden_pieces, plotly_text, token_strip
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired after the long walk."
 PER_ROW = 11  # cells a row at FIGURE_WIDTH: ~70 px each, enough for a long word at 14 px
@@ -21,7 +21,7 @@ PER_ROW = 11  # cells a row at FIGURE_WIDTH: ~70 px each, enough for a long word
 
 class Explorer:
     """Controls (``text``, ``replace``, ``checkpoint``, ``seed``, ``words``, ``sample``) over a
-    token strip in ``view`` (its figure: ``figure``); ``widget`` is the whole box."""
+    token strip in ``view``; ``widget`` is the whole box."""
 
     def __init__(self, checkpoint: str | Path = "bundled", text: str = DEFAULT_TEXT, *,
                  seed: int = 0, replace: str = "", words: bool = False, top_k: int = 5):
@@ -40,9 +40,8 @@ class Explorer:
                                      continuous_update=False)
         self.seed = w.IntText(value=seed, description="seed", continuous_update=False)
         self.words = w.Checkbox(value=words, description="join word pieces into words")
-        # "auto": the button is as wide as its label (the default 148 px cuts it)
         self.sample = w.Button(description="sample again (next seed)",
-                               layout=w.Layout(width="auto"))
+                               layout=w.Layout(width="auto"))  # the default 148 px cuts it
         self.message = w.HTML()
         self.view = FigureView()
         for control in (self.text, self.replace, self.checkpoint, self.seed, self.words):
@@ -111,7 +110,5 @@ def error_figure(message: str) -> go.Figure:
 
 
 def _escape(e: Exception) -> str:
-    """The message as text for HTML and plotly: ``<``, ``>``, ``&`` escaped, quotes left alone
-    (plotly would show ``&quot;`` as it is)."""
-    import html
-    return html.escape(str(e.args[0] if isinstance(e, KeyError) and e.args else e), quote=False)
+    """The message as text for HTML and plotly (a KeyError's without its quotes)."""
+    return plotly_text(str(e.args[0] if isinstance(e, KeyError) and e.args else e))
