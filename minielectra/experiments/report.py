@@ -42,11 +42,7 @@ def heldout_metric(heldout: dict) -> tuple[str, float | None]:
 
 def aggregate(exp: Experiment, results: list[dict], controls: list[dict]) -> list[dict]:
     """One row per (budget, arm), in run order, then the control."""
-    rows, keys = [], []
-    for r in results:
-        key = (r["budget"], r["arm"])
-        if key not in keys:
-            keys.append(key)
+    rows, keys = [], list(dict.fromkeys((r["budget"], r["arm"]) for r in results))
     paper = {a.label: a.paper for a in exp.arms}
     for budget, arm in keys + [(0.0, controls[0]["arm"])]:
         runs = [r for r in results + controls if r["budget"] == budget and r["arm"] == arm]
@@ -159,6 +155,26 @@ def _finite(v) -> bool:
     return v is not None and math.isfinite(v)
 
 
+def plotly_figure(spec: dict):
+    """Lines with error bars: ``spec`` holds ``series`` (:func:`.svg.line_chart`'s), ``title``,
+    ``xlabel``, ``ylabel``, ``logx`` and maybe ``hline``, a labelled dashed reference line."""
+    import plotly.graph_objects as go
+    fig = go.Figure([go.Scatter(x=s["x"], y=s["y"], name=s["name"], mode="lines+markers",
+                                error_y={"type": "data", "array": s["err"]})
+                     for s in spec["series"]])
+    if spec.get("hline"):
+        fig.add_hline(y=spec["hline"][1], line_dash="dash", annotation_text=spec["hline"][0])
+    fig.update_layout(title=spec["title"], xaxis_title=spec["xlabel"],
+                      yaxis_title=spec["ylabel"], xaxis_type="log" if spec["logx"] else "linear")
+    return fig
+
+
+def svg_figure(spec: dict) -> str:
+    """The static twin of :func:`plotly_figure`."""
+    return svg.line_chart(spec["series"], title=spec["title"], xlabel=spec["xlabel"],
+                          ylabel=spec["ylabel"], logx=spec["logx"], hline=spec.get("hline"))
+
+
 def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
     """Plotly HTML and a static SVG of each figure."""
     import plotly.graph_objects as go
@@ -168,32 +184,23 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
     written = []
     control = [r for r in rows if not r["steps"]]
     if len(set(r["budget"] for r in trained)) > 1:
-        for key, what, axis, title in (
-                ("probe_avg", "probe", "train_flops", "training FLOPs"),
-                ("probe_avg", "probe", "train_seconds", "training seconds"),
-                ("finetune_avg", "finetune", "train_flops", "training FLOPs"),
-                ("swap_score", "word_order", "train_flops", "training FLOPs")):
-            if all(math.isnan(r[key]) for r in trained):
-                continue  # e.g. no fine-tuning task
-            label = {"probe": "linear-probe average", "finetune": "fine-tuning score",
-                     "word_order": "word-order probe"}[what]
+        for key, what, label, axis, title in (
+                ("probe_avg", "probe", "linear-probe average", "train_flops", "training FLOPs"),
+                ("probe_avg", "probe", "linear-probe average", "train_seconds",
+                 "training seconds"),
+                ("finetune_avg", "finetune", "fine-tuning score", "train_flops", "training FLOPs"),
+                ("swap_score", "word_order", "word-order probe", "train_flops", "training FLOPs")):
             series = [{"name": arm, "x": [r[axis] for r in trained if r["arm"] == arm],
                        "y": [r[key] for r in trained if r["arm"] == arm],
                        "err": [r[key + "_sd"] for r in trained if r["arm"] == arm]}
                       for arm in arms]
             if not any(_finite(y) for s in series for y in s["y"]):
                 continue  # e.g. no fine-tuning tasks were asked for: nothing to draw
-            hline = ("random init", control[0][key]) if control else None
-            fig = go.Figure([go.Scatter(x=s["x"], y=s["y"], name=s["name"], mode="lines+markers",
-                                        error_y={"type": "data", "array": s["err"]})
-                             for s in series])
-            if hline:
-                fig.add_hline(y=hline[1], line_dash="dash", annotation_text=hline[0])
-            fig.update_layout(title=f"{exp.name}: {label} vs {title} (mean ± sd over seeds)",
-                              xaxis_title=title, yaxis_title=f"{label} (%)", xaxis_type="log")
-            written += _save(fig, svg.line_chart(series, title=fig.layout.title.text,
-                                                 xlabel=title, ylabel=f"{label} (%)", logx=True,
-                                                 hline=hline), out / f"{exp.name}_{what}_vs_{axis}")
+            spec = {"series": series, "xlabel": title, "ylabel": f"{label} (%)", "logx": True,
+                    "title": f"{exp.name}: {label} vs {title} (mean ± sd over seeds)",
+                    "hline": ("random init", control[0][key]) if control else None}
+            written += save_figure(plotly_figure(spec), svg_figure(spec),
+                                   out / f"{exp.name}_{what}_vs_{axis}")
         return written
     top = [r for r in rows if r["budget"] == max(x["budget"] for x in rows) or not r["steps"]]
     metrics = [("probe_avg", "probe average"), ("swap_score", "word-order probe")] + [
@@ -206,11 +213,12 @@ def figures(exp: Experiment, rows: list[dict], out: Path) -> list[Path]:
     fig = go.Figure([go.Bar(x=groups, y=s["y"], name=s["name"],
                             error_y={"type": "data", "array": s["err"]}) for s in series])
     fig.update_layout(title=f"{exp.name}: downstream scores (%)", barmode="group")
-    return _save(fig, svg.bar_chart(groups, series, title=fig.layout.title.text,
-                                    ylabel="score (%)"), out / f"{exp.name}_scores")
+    return save_figure(fig, svg.bar_chart(groups, series, title=fig.layout.title.text,
+                                          ylabel="score (%)"), out / f"{exp.name}_scores")
 
 
-def _save(fig, svg_text: str, stem: Path) -> list[Path]:
+def save_figure(fig, svg_text: str, stem: Path) -> list[Path]:
+    """``stem.html`` (plotly.js from its CDN) and ``stem.svg``."""
     write_file(stem.with_suffix(".html"), fig.to_html(include_plotlyjs="cdn"))
     write_file(stem.with_suffix(".svg"), svg_text)
     return [stem.with_suffix(".html"), stem.with_suffix(".svg")]

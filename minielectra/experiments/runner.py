@@ -30,8 +30,7 @@ def plan(name: str, *, budget: int | None = None, seeds: int = 1, preset: str = 
          corpus: str | None = None, out: str | Path = "experiments",
          overrides: Sequence[str] = (), budgets: Sequence[float] | None = None
          ) -> list[RunSpec]:
-    """The runs of experiment ``name``, in the order they run (smallest budgets first).
-    ``budgets``: a subset of the experiment's fractions of the budget (default: all)."""
+    """The runs of experiment ``name``, in the order they run (smallest budgets first)."""
     exp = get_experiment(name)
     if budgets is not None and not set(budgets) <= set(exp.budgets):
         raise ValueError(f"--budgets {list(budgets)}: {name} runs at {list(exp.budgets)}")
@@ -70,9 +69,8 @@ def shard_of(specs: list[RunSpec], k: int, n: int) -> list[RunSpec]:
 
 
 def run_dir(runs: Path, spec: RunSpec) -> Path:
-    """``runs/<spec.name>``, or the directory of the same run under another arm's name: the
-    name ends in the config's hash, so ``generator-size``'s 1/4 arm finds ``efficiency``'s
-    ELECTRA runs (the same config, seed and length) instead of training them again."""
+    """``runs/<spec.name>``, or the same run (config, seed, length) under another arm's name:
+    ``generator-size``'s 1/4 arm finds ``efficiency``'s ELECTRA runs."""
     own = runs / spec.name
     if own.is_dir():
         return own
@@ -99,15 +97,11 @@ def flops_check(specs: list[RunSpec]) -> dict[str, dict]:
 def skipped_judges(judge: Judge, present: list[str]) -> list[str]:
     """The judges that cannot run here, each with why: what the report then says it skipped."""
     why = "no GLUE task's files: MINIELECTRA_DATA_DIR unset or without glue/" if not present else ""
-    skipped = []
-    if not judge.probe_tasks:
-        skipped.append(f"linear probes ({why or 'no --probe-tasks'})")
-    if not judge.finetune_tasks:
-        skipped.append(f"fine-tuning ({why or 'no --finetune-tasks'})")
-    if not judge.swap_examples:
-        skipped.append("the English word-order probe (" + ("off" if "sst2" in present else
-                                                            "no SST-2 sentences") + ")")
-    return skipped
+    swap_why = "off" if "sst2" in present else "no SST-2 sentences"
+    return [what for what, on in (
+        (f"linear probes ({why or 'no --probe-tasks'})", judge.probe_tasks),
+        (f"fine-tuning ({why or 'no --finetune-tasks'})", judge.finetune_tasks),
+        (f"the English word-order probe ({swap_why})", judge.swap_examples)) if not on]
 
 
 def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
@@ -119,13 +113,8 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
                    swap_examples: int = 2000, budgets: Sequence[float] | None = None,
                    shard: tuple[int, int] | None = None, progress: bool = True
                    ) -> dict[str, Any]:
-    """Run (or resume) experiment ``name`` and write its report to ``out/name/``.
-
-    ``budget``: steps of the reference arm at the largest budget (default: the preset's
-    ``train.max_steps``). Downstream: probes on ``probe_tasks`` and fine-tuning on
-    ``finetune_tasks`` (defaults: every GLUE task with train and dev files in the data dir but
-    WNLI, and SST-2), on fixed subsets of ``probe_examples`` / ``finetune_examples``; and the
-    English word-order probe (:mod:`.swap_probe`) on ``swap_examples`` sentences (0: off).
+    """Run (or resume) experiment ``name`` and write its report to ``out/name/``; the options
+    are :class:`.options.PaperOptions`'.
 
     ``shard=(k, n)``: train and judge only the k-th of n interleaved shares of the runs (1-based),
     and write no report: n processes with the same arguments fill the machine's cores, and the

@@ -81,9 +81,8 @@ def slug(text: str) -> str:
 
 def arm_config(base: RunConfig, overrides, *, steps: int, seed: int, out_dir: Path) -> RunConfig:
     """``base`` with the arm's overrides and this run's length, seed and directory. Warmup is
-    5% of the steps (the ``nano`` preset's 100 of 2000) so that every budget has the same
-    schedule shape, unless the overrides set ``train.warmup_steps`` themselves (to repeat a run
-    made with another warmup); checkpoints every quarter, for resuming; no wall-clock limit."""
+    5% of the steps (``nano``'s 100 of 2000), the same schedule shape at every budget, unless
+    the overrides set it; checkpoints every quarter, for resuming; no wall-clock limit."""
     overrides = list(overrides)
     cfg = apply_overrides(RunConfig.from_dict(base.to_dict()), overrides)
     t = cfg.train
@@ -105,7 +104,6 @@ def _jsonable(judge: Judge) -> dict:
 
 
 def _write(path: Path, data: dict) -> None:
-    """At once (a crash leaves the old file or the new one), never through a link."""
     write_file(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
@@ -162,8 +160,8 @@ def pretrain_run(spec: RunSpec, *, progress: bool) -> dict[str, Any]:
 
 def judge_model(model: Electra, judge: Judge, *, seed: int,
                 pretrained_length: int) -> dict[str, Any]:
-    """Linear probes on the frozen discriminator encoder, then fine-tuning (median-free: one
-    seed per pre-training seed, so the spread over seeds covers both)."""
+    """Linear probes on the frozen discriminator encoder, then fine-tuning (one seed per
+    pre-training seed, so the spread over seeds covers both)."""
     n = judge.max_seq_len or min(128, 2 * pretrained_length)
     n = min(n, model.config.max_position_embeddings)
     probes = probe(model.discriminator.encoder, model.tokenizer, list(judge.probe_tasks),

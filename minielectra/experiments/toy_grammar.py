@@ -29,7 +29,7 @@ from ..ownership import exclusive_output
 from ..safeio import write_file
 from ..training.optim import AdamWeightDecay, lr_at, set_lr
 from .probe import ridge_fit, ridge_predict
-from .report import REPORT
+from .report import REPORT, plotly_figure, save_figure, svg_figure
 from .stats import paired_t, sign_flip
 
 CLASSES = ("det", "adj", "noun", "verb", "prep", "place")
@@ -291,22 +291,6 @@ def figure_series(result: dict) -> list[dict]:
              "xlabel": "training FLOPs", "ylabel": "probe accuracy (held out)"}]
 
 
-def plotly_figure(spec: dict):
-    import plotly.graph_objects as go
-    fig = go.Figure([go.Scatter(x=s["x"], y=s["y"], name=s["name"], mode="lines+markers",
-                                error_y={"type": "data", "array": s["err"]})
-                     for s in spec["series"]])
-    fig.update_layout(title=spec["title"], xaxis_title=spec["xlabel"],
-                      yaxis_title=spec["ylabel"], xaxis_type="log" if spec["logx"] else "linear")
-    return fig
-
-
-def svg_figure(spec: dict) -> str:
-    from .svg import line_chart
-    return line_chart(spec["series"], title=spec["title"], xlabel=spec["xlabel"],
-                      ylabel=spec["ylabel"], logx=spec["logx"])
-
-
 def write_report(result: dict, out: Path) -> list[Path]:
     """The report files, replacing ``out`` as a whole (:data:`.report.REPORT`)."""
     names = ["results.json", "results.md"]
@@ -315,10 +299,8 @@ def write_report(result: dict, out: Path) -> list[Path]:
                                                if k != "files"}, indent=1) + "\n")
         write_file(tmp / names[1], markdown(result))
         for spec in figure_series(result):
-            html = plotly_figure(spec).to_html(include_plotlyjs="cdn")
-            write_file(tmp / f"{spec['stem']}.html", html)
-            write_file(tmp / f"{spec['stem']}.svg", svg_figure(spec))
-            names += [f"{spec['stem']}.html", f"{spec['stem']}.svg"]
+            names += [f.name for f in save_figure(plotly_figure(spec), svg_figure(spec),
+                                                  tmp / spec["stem"])]
     return [out / n for n in names]
 
 
