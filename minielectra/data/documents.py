@@ -114,28 +114,16 @@ def _line_blocks(f, size: int = 1 << 20) -> Iterator[bytes]:
         yield rest
 
 
-def _official_documents(lines: Iterable[str]) -> Iterator[list[str]]:
-    """Official format: a blank line (or the end of the input) ends a document."""
+def _documents(lines: Iterable[str], *, wikitext: bool = False) -> Iterator[list[str]]:
+    """Official format: a blank line (or the end of the input) ends a document. WikiText: an
+    article starts at a ``= Title =`` line; blank lines only separate paragraphs."""
     doc: list[str] = []
     for line in lines:
-        if line:
-            doc.append(line)
-        elif doc:
-            yield doc
-            doc = []
-    if doc:
-        yield doc
-
-
-def _wikitext_documents(lines: Iterable[str]) -> Iterator[list[str]]:
-    """WikiText: an article starts at a ``= Title =`` line; blank lines only separate paragraphs."""
-    doc: list[str] = []
-    for line in lines:
-        if _WIKITEXT_TITLE.match(line) and doc:
+        if doc and (_WIKITEXT_TITLE.match(line) if wikitext else not line):
             yield doc
             doc = []
         if line:
-            doc.append(line.strip("= ") if line.startswith("= ") else line)
+            doc.append(line.strip("= ") if wikitext and line.startswith("= ") else line)
     if doc:
         yield doc
 
@@ -145,9 +133,8 @@ def _file_documents(paths: list[Path], stats: ReadStats) -> Iterator[list[str]]:
     (naming the first file), not an empty corpus."""
     read = 0
     for path in paths:
-        lines = _read_lines(path, stats)
-        reader = _wikitext_documents if _WIKITEXT_FILE.search(path.name) else _official_documents
-        for doc in reader(lines):
+        wikitext = bool(_WIKITEXT_FILE.search(path.name))
+        for doc in _documents(_read_lines(path, stats), wikitext=wikitext):
             read += 1
             yield doc
     skipped = [str(p) for p in paths if str(p) in stats.skipped]
