@@ -300,9 +300,7 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
 def write_arrays(directory: Path, results, *, vocab_size: int, max_seq_len: int,
                  on_chunk=None) -> dict[str, int]:
     """Append built chunks (``build_chunk``'s results) to ``directory``'s three ``.npy`` files;
-    returns what they hold: ``num_examples``, ``chunks``, ``num_chars``, ``text_tokens`` (of
-    the text), ``kept_text_tokens`` (those that made it into an example) and ``example_tokens``
-    ([CLS]/[SEP] included; text past max_len is dropped, as the official builder does)."""
+    returns their counts (``kept_text_tokens``: the text's tokens that made it into an example)."""
     n = max_seq_len
     writers = [_NpyAppender(directory / "input_ids.npy", _id_dtype(vocab_size), (n,)),
                _NpyAppender(directory / "token_type_ids.npy", np.uint8, (n,)),
@@ -361,12 +359,10 @@ def batch_iterator(dataset: PretrainingDataset, batch_size: int, *, seed: int = 
                    rank: int = 0, world_size: int = 1) -> Iterator[dict[str, torch.Tensor]]:
     """Batches of ``input_ids``, ``attention_mask``, ``token_type_ids`` (b, n) int64.
 
-    ``start`` is the number of batches already consumed, so a resumed run continues with exactly
-    the batch it would have seen. Each epoch has its own permutation, drawn from (seed, epoch); the
-    last incomplete batch of an epoch is dropped so every batch has the same shape. On a cuda
-    ``device`` the tensors are pinned, ready for ``.to(device, non_blocking=True)``. With
-    ``world_size`` > 1 each batch is the ``rank``-th of ``world_size`` equal slices of the global
-    batch of ``batch_size`` (data-parallel training): a rank reads only its own rows.
+    ``start`` batches already consumed: a resumed run continues with exactly the batch it would
+    have seen. Each epoch is a permutation drawn from (seed, epoch), its last incomplete batch
+    dropped; pinned on a cuda ``device``. With ``world_size`` > 1 each rank reads only its
+    ``rank``-th slice of every global batch of ``batch_size`` (data-parallel training).
     """
     if world_size < 1 or not 0 <= rank < world_size or batch_size % world_size:
         raise ValueError(f"batch_size {batch_size} must split evenly over world_size "

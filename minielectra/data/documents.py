@@ -174,11 +174,8 @@ class Corpus:
     def split(self, held_out_fraction: float, *, max_scan: int | None = None
               ) -> tuple["Corpus", "Corpus"]:
         """(train, held-out): a document is held out when the hash of its text < the fraction.
-
-        The held-out part looks at the first ``max_scan`` documents only (default: all of them,
-        or ``STREAMED_HELD_OUT_SCAN`` for a streamed corpus); the train part never has a document
-        whose hash is below the fraction, so the two stay disjoint whatever the cap.
-        """
+        The held-out part looks at the first ``max_scan`` documents only (default: all, or
+        ``STREAMED_HELD_OUT_SCAN`` when streamed); the two stay disjoint whatever the cap."""
         if not 0 <= held_out_fraction < 1:
             raise ValueError(f"held_out_fraction must be in [0, 1), got {held_out_fraction}")
         if max_scan is None and self.streamed:

@@ -156,11 +156,8 @@ def prepare(corpus: str, *, out, tokenizer: str = "bert-base-uncased", max_seq_l
             held_out_fraction: float = 0.02, seed: int = 0, short_seq_prob: float = 0.05,
             single_segment_prob: float = 0.1, chunks_per_shard: int = CHUNKS_PER_SHARD,
             num_workers: int = 0, progress: bool = True, data_dir=None, cache_dir=None) -> dict:
-    """Stream ``corpus`` into train and held-out shards under ``out``; resumable (see module).
-
-    Re-running with the same arguments after an interruption continues where it stopped; with
-    other arguments it refuses, naming what differs (delete ``out`` to start over).
-    """
+    """Stream ``corpus`` into train and held-out shards under ``out``; run again with the same
+    arguments, it resumes, and with others it refuses, naming what differs."""
     if max_seq_len < 5 or chunks_per_shard < 1:
         raise ValueError("max_seq_len must be >= 5 and chunks_per_shard >= 1")
     check_out_dir(out)  # a file, or a folder that cannot be written: said before any work

@@ -181,11 +181,8 @@ class WordPieceTokenizer:
 
     # ------------------------------------------------------------------------------ encoding
     def encode_ragged(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The ids of all ``texts`` in one flat array, and each text's number of tokens.
-
-        Each distinct word is tokenised once and its ids are kept; a text's ids are then
-        gathered with numpy. Exact: BERT splits at every whitespace that ``str.split`` does.
-        """
+        """The ids of all ``texts`` in one flat array, and each text's number of tokens: each
+        distinct word tokenised once, a text's ids then gathered with numpy."""
         if not texts:
             return np.zeros(0, np.int32), np.zeros(0, np.int64)
         if _SPLIT_UNSAFE.search("\n".join(texts)):
@@ -295,11 +292,8 @@ class WordPieceTokenizer:
 # ------------------------------------------------------------------------------ from the config
 def resolve_tokenizer(data_cfg: "DataConfig", corpus: "Corpus | None" = None, *, data_dir=None
                       ) -> WordPieceTokenizer:
-    """The tokenizer ``data_cfg.vocab`` names: a vocab.txt path, "bert-uncased", or None (train).
-
-    Training uses ``corpus`` (default: the train split of ``data_cfg.corpus``) and is cached under
-    the cache dir by (corpus, vocab_size), so the second run loads it in milliseconds.
-    """
+    """The tokenizer ``data_cfg.vocab`` names: a vocab.txt path, "bert-uncased", or None: trained
+    on ``corpus`` (default: the train split of ``data_cfg.corpus``) and cached."""
     from .corpus import default_cache_dir, find_data_dir, open_corpus
 
     if data_cfg.vocab == "bert-uncased":

@@ -113,13 +113,9 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
                    swap_examples: int = 2000, budgets: Sequence[float] | None = None,
                    shard: tuple[int, int] | None = None, progress: bool = True
                    ) -> dict[str, Any]:
-    """Run (or resume) experiment ``name`` and write its report to ``out/name/``; the options
-    are :class:`.options.PaperOptions`'.
-
-    ``shard=(k, n)``: train and judge only the k-th of n interleaved shares of the runs (1-based),
-    and write no report: n processes with the same arguments fill the machine's cores, and the
-    command without ``shard`` then finds every run done and writes the report.
-    """
+    """Run (or resume) experiment ``name`` and write its report to ``out/name/`` (the options:
+    :class:`.options.PaperOptions`). ``shard=(k, n)``: only the k-th of n shares of the runs,
+    and no report: n such processes fill the cores, then the command without it reports."""
     if shard is not None and not (len(shard) == 2 and 1 <= shard[0] <= shard[1]):
         raise ValueError(f"--shard K/N needs 1 <= K <= N, got {'/'.join(map(str, shard))}")
     get_experiment(name)  # an unknown name fails before any work

@@ -129,9 +129,8 @@ def probe_accuracy(model: Electra, train: tuple, dev: tuple, *, lam: float = 1.0
 def pretrain(words_per_class: int, objective: str, steps: int, *, seed: int,
              device: torch.device | str = "cpu", judge: tuple | None = None,
              lr: float = 2e-3, corpus_size: int | None = None) -> dict[str, Any]:
-    """Pre-train one arm for ``steps`` on fresh sentences; with ``judge = (train, dev)``, probe
-    it at :data:`PROBE_POINTS` of the run. Returns the model, the probe curve
-    ``[(step, accuracy)]`` and the mean loss of the kept network over the last 10% of steps."""
+    """Pre-train one arm on fresh sentences; with ``judge = (train, dev)``, probe it at
+    :data:`PROBE_POINTS` of the run (``curve``). ``final_loss``: the last 10% of steps'."""
     torch.manual_seed(seed)
     device = torch.device(device)
     model = build_model(model_config(words_per_class), ObjectiveConfig(name=objective)).to(device)
@@ -219,9 +218,8 @@ def run_toy_grammar(*, words_per_class: int = 1000, seeds: int = 4, steps: int =
                     sweep: bool | Sequence[int] = False, out: str | Path | None = None,
                     device: torch.device | str = "cpu", probe_examples: int = 2000,
                     progress: bool = False) -> dict[str, Any]:
-    """The experiment: ``words_per_class`` (and, with ``sweep``, :data:`SWEEP` or the given
-    sizes too), then ``out/results.json``, ``results.md`` and the figures when ``out`` is set.
-    The top level of the result is the ``words_per_class`` point; ``points`` holds every one."""
+    """The experiment at ``words_per_class`` (and, with ``sweep``, :data:`SWEEP` or the given
+    sizes: ``points``), and its report in ``out`` when set."""
     sizes = sorted({words_per_class, *((SWEEP if sweep is True else sweep) if sweep else ())})
     points = [run_point(n, seeds=seeds, steps=steps, device=device,
                         probe_examples=probe_examples, progress=progress) for n in sizes]
