@@ -26,21 +26,16 @@ def field_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def sections_of(cfg: Any) -> dict[str, Any]:
-    """``{name: section}`` of a config: a dict of sections, or a dataclass's section fields."""
-    if isinstance(cfg, Mapping):
-        return dict(cfg)
-    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-            if dataclasses.is_dataclass(getattr(cfg, f.name))}
-
-
 # ------------------------------------------------------------------------ overrides from text
 
 
 def apply_overrides(cfg: Any, overrides: Iterable[str]) -> Any:
     """Set ``section.key=value`` strings on ``cfg`` (returned), each value parsed as its field's
     type. A mistyped key is a KeyError that names the nearest valid keys."""
-    sections = dict(sorted(sections_of(cfg).items()))
+    sections = dict(cfg) if isinstance(cfg, Mapping) else {
+        f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+        if dataclasses.is_dataclass(getattr(cfg, f.name))}  # a dataclass: its section fields
+    sections = dict(sorted(sections.items()))
     keys = [f"{name}.{f.name}" for name, s in sections.items() for f in dataclasses.fields(s)]
     for item in overrides:
         key, eq, raw = item.partition("=")
@@ -175,9 +170,8 @@ def from_dict(cls: type, d: Any, prefix: str = "") -> Any:
 
 def unknown_key(key: str, keys: list[str]) -> KeyError:
     """A mistyped dotted key: "did you mean" the closest of ``keys`` (the same field in another
-    section, a field whose initials it is, as ``lr``, then near spellings of the key or, when its
-    section is unknown, of a section), else what is valid there (the section's keys, or the
-    sections)."""
+    section, a field whose initials it is, as ``lr``, near spellings of the key or section), else
+    what is valid there."""
     field_name, section = key.rpartition(".")[2], key.partition(".")[0]
     initials = {k: "".join(w[:1] for w in k.rpartition(".")[2].split("_")) for k in keys}
     close = [k for k in keys if field_name in (k.rpartition(".")[2], initials[k]) and k != key]
