@@ -245,7 +245,6 @@ def _add_lessons(sub) -> None:
 def _add_viz(sub) -> None:
     p = sub.add_parser(
         "viz", help="per-token views of the discriminator (HTML page or JSON records)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="The token strip of one text (--text): which tokens the generator replaced, "
                     "with what,\nand the discriminator's P(replaced) for each; or a run's "
                     "training report (--run).",

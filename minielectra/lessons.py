@@ -114,15 +114,6 @@ def _course_bytes(name: str, source: Path) -> tuple[bytes, dict[str, Path]]:
     return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8"), needed
 
 
-def course_contents() -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """(course files, linked library files), ``{name in DIR: bytes}`` each."""
-    course, sources = {}, {}
-    for name, path in lesson_files().items():
-        course[name], needed = _course_bytes(name, path)
-        sources.update({f"{SOURCE}/{n}": p.read_bytes() for n, p in needed.items()})
-    return course, dict(sorted(sources.items()))
-
-
 def _check_folders(directory: Path, names) -> None:
     """Refuse a link or a file where a folder on the way to a lesson file goes."""
     for name in names:
@@ -141,7 +132,11 @@ def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "is a file, not a folder: give the folder the "
                                  "lessons go to", str(directory))
-    course, sources = course_contents()
+    course, sources = {}, {}  # {name in DIR: bytes}
+    for name, path in lesson_files().items():
+        course[name], needed = _course_bytes(name, path)
+        sources.update({f"{SOURCE}/{n}": p.read_bytes() for n, p in needed.items()})
+    sources = dict(sorted(sources.items()))
     files = {**course, **sources}
     _check_folders(directory, files)
     # a file at a lesson's name that no `lessons` wrote, or a link there: refused, even forced

@@ -72,13 +72,6 @@ def write_manifest(folder: str | Path, layout: Layout, files: Iterable[str]) -> 
     write_file(Path(folder) / MANIFEST, json.dumps(record, indent=1) + "\n")
 
 
-def files_under(root: str | Path) -> list[str]:
-    """Every file under ``root``, relative (what a record lists for a folder built whole)."""
-    root = Path(root)
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
-                  if p.is_file() and not p.is_symlink() and p.name not in (LOCK_FILE, MANIFEST))
-
-
 def _adoptable(folder: Path, layout: Layout) -> bool:
     if layout.record is None or (folder / MANIFEST).exists() or (folder / MANIFEST).is_symlink():
         return False
@@ -294,7 +287,9 @@ def exclusive_output(path: str | Path, layout: Layout, *, what: str | None = Non
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
         try:
             yield tmp
-            write_manifest(tmp, layout, files_under(tmp))
+            write_manifest(tmp, layout, [  # every file the block wrote
+                p.relative_to(tmp).as_posix() for p in tmp.rglob("*")
+                if p.is_file() and not p.is_symlink() and p.name not in (LOCK_FILE, MANIFEST)])
             new_lock = FolderLock(tmp, what=what).acquire()  # the lock moves with the folder
             _swap(tmp, path)
             done = True

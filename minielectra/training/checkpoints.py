@@ -121,28 +121,17 @@ def prune_checkpoints(out_dir: str | Path, t: TrainConfig) -> list[Path]:
     return deleted
 
 
-def rng_state() -> dict[str, Any]:
-    """The global RNGs: a step reseeds them per slice (``ranks.seed_slice``), so they matter
-    only to what runs between steps."""
-    state = {"torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def trainer_state(step: int, optimizer, scaler, t: TrainConfig) -> dict[str, Any]:
     """What resuming needs besides the weights. The schedule is a function of the step, and the
-    data position is the number of batches consumed (``batch_iterator(start=...)``)."""
+    data position is the number of batches consumed (``batch_iterator(start=...)``). The global
+    RNGs matter only between steps: a step reseeds them per slice (``ranks.seed_slice``)."""
+    rng = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
     return {"step": step, "optimizer": optimizer.state_dict(),
             "scheduler": {"schedule": t.schedule, "step": step, "lr": lr_at(step, t)},
             "scaler": scaler.state_dict() if scaler is not None else None,
-            "rng": rng_state(),
+            "rng": rng,
             "data": {"batches_consumed": step * t.grad_accum, "seed": t.seed}}
 
 
@@ -156,7 +145,9 @@ def restore_trainer_state(ckpt: Path, optimizer, scaler) -> int:
     load_optimizer_state(optimizer, state["optimizer"])
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
-    set_rng_state(state["rng"])
+    torch.set_rng_state(state["rng"]["torch"])
+    if "cuda" in state["rng"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["rng"]["cuda"])
     return state["step"]
 
 

@@ -49,8 +49,9 @@ def deferred_sigint() -> Iterator[SigintFlag]:
     previous = {}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous[signal.SIGINT] = signal.default_int_handler
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or _raises_terminated():
-        previous[signal.SIGTERM] = signal.getsignal(signal.SIGTERM)
+    term = signal.getsignal(signal.SIGTERM)  # the default, or the CLI's (safeio.sigterm_raises)
+    if term is signal.SIG_DFL or getattr(term, "__module__", None) == "minielectra.safeio":
+        previous[signal.SIGTERM] = term
 
     def handler(signum, frame):
         if flag.requested:  # the second signal: the user does not want to wait
@@ -65,9 +66,3 @@ def deferred_sigint() -> Iterator[SigintFlag]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-
-
-def _raises_terminated() -> bool:
-    """SIGTERM's handler is the command line's (:func:`minielectra.safeio.sigterm_raises`)."""
-    h = signal.getsignal(signal.SIGTERM)
-    return getattr(h, "__module__", None) == "minielectra.safeio"

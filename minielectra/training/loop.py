@@ -74,10 +74,9 @@ class Run:
                  on_record: Callable[[dict[str, Any]], None] | None = None,
                  ranks: Ranks = Ranks()):
         self.start_time = time.perf_counter()  # cfg is checked already (pretrain)
-        self.cfg, t = cfg, cfg.train
-        self.ranks = ranks
+        self.cfg, self.t, self.ranks, self.progress = cfg, cfg.train, ranks, progress
+        t = self.t
         ranks.check(t.batch_size)
-        self.t, self.progress = t, progress
         self.device = resolve_device(t)  # refuses fp16/bf16 without a GPU, before any data work
         ckpt = resume_point(cfg) if resume else None
         if ckpt is None:
@@ -136,8 +135,7 @@ class Run:
 
     def reseed(self, micro: int) -> None:
         """Dropout and masking of this rank's slice of micro-batch ``micro`` (see :mod:`.ranks`)."""
-        t = self.t
-        seed_slice(t.seed, self.ranks.slice_index(self.step, micro, t.grad_accum))
+        seed_slice(self.t.seed, self.ranks.slice_index(self.step, micro, self.t.grad_accum))
 
     def evaluation_due(self) -> bool:
         t = self.t
