@@ -67,13 +67,10 @@ class ModelConfig:
     def generator(self) -> "ModelConfig":
         """The generator's shape: width scaled by ``generator_size``, same depth and embeddings."""
         s = self.generator_size
-        return dataclasses.replace(
-            self,
-            hidden_size=max(1, round(self.hidden_size * s)),
-            num_heads=max(1, round(self.num_heads * s)),
-            intermediate_size=max(1, round(self.intermediate_size * s)),
-            generator_size=1.0,
-        )
+        return dataclasses.replace(self, hidden_size=max(1, round(self.hidden_size * s)),
+                                   num_heads=max(1, round(self.num_heads * s)),
+                                   intermediate_size=max(1, round(self.intermediate_size * s)),
+                                   generator_size=1.0)
 
     def validate(self) -> None:
         for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
@@ -161,9 +158,7 @@ class TrainConfig:
     max_steps: int = 1_000_000
     learning_rate: float = 5e-4
     warmup_steps: int = 10_000
-    # official: lr = peak * (1 - step/T) * min(1, step/warmup) ("official"); "linear" ramps up to
-    # peak then decays linearly from peak to 0 over the remaining steps.
-    schedule: Literal["official", "linear"] = "official"
+    schedule: Literal["official", "linear"] = "official"  # the two: training.optim.lr_at
     weight_decay: float = 0.01
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
@@ -269,5 +264,6 @@ def preset(name: str) -> RunConfig:
     if name not in PRESETS:
         raise KeyError(f"unknown preset {name!r}; valid presets: {sorted(PRESETS)}")
     cfg = RunConfig(preset=name)
-    overrides = [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in PRESETS[name].items()]
+    overrides = [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}"
+                 for k, v in PRESETS[name].items()]
     return apply_overrides(cfg, overrides)

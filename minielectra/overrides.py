@@ -1,12 +1,9 @@
-"""The one machine behind every config section: ``--set section.key=value``, JSON read back into
-dataclasses, and one type check.
+"""The one machine behind every config section (pre-training's, fine-tuning's, SQuAD's, the
+experiments' options): ``--set section.key=value``, JSON read back into dataclasses, a type check.
 
-Pre-training's sections (``model``, ``objective``, ``data``, ``train``: :mod:`.config`),
-fine-tuning's (``finetune``), SQuAD's (``squad``) and the experiments' options all go through it.
-A *section* is a dataclass whose fields have these types: ``int``, ``float`` (an int is fine),
-``bool``, ``str``, ``Literal[...]`` (one of its values), ``X | None`` and ``tuple[X, ...]``. A
-*config* is a dataclass whose fields are sections (:class:`~.config.RunConfig`), or a dict
-``{name: section}``. Types are checked here; ranges ("positive", "in (0, 1)") are each section's
+A *section* is a dataclass with fields of type ``int``, ``float``, ``bool``, ``str``,
+``Literal[...]``, ``X | None`` or ``tuple[X, ...]``; a *config* is a dataclass of sections
+(:class:`~.config.RunConfig`) or a dict ``{name: section}``. Ranges are each section's
 ``validate()``.
 """
 

@@ -78,24 +78,6 @@ def heldout_batches(dataset, *, batch_size: int, max_examples: int | None = None
         yield {k: v.to(device) for k, v in batch.items()}
 
 
-def _count(n: dict, out, real: torch.Tensor, logits: torch.Tensor) -> None:
-    """Add one batch's counts to ``n`` (host reads are fine here: evaluation, not a step)."""
-    replaced = out.is_replaced[real]
-    pred = logits > 0  # P(replaced) > 0.5
-    w = out.masked.weights
-    tokens, masked = int(real.sum()), float(w.sum())
-    n["examples"] += len(real)
-    n["tokens"] += tokens
-    n["masked"] += masked
-    n["replaced"] += int(replaced.sum())
-    n["predicted"] += int(pred.sum())
-    n["true_pos"] += int((pred & replaced).sum())
-    n["correct"] += int((pred == replaced).sum())
-    n["gen_correct"] += float(((out.gen_logits.argmax(-1) == out.masked.targets) * w).sum())
-    n["gen_loss"] += float(out.gen_loss) * masked  # the batch means, re-weighted to a total
-    n["disc_loss"] += float(out.disc_loss) * tokens
-
-
 @torch.no_grad()
 def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *, seed: int = 0,
                    precision: str = "fp32", keep_tokens: bool = False) -> dict[str, Any]:
@@ -111,23 +93,31 @@ def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *
     rng = torch.Generator(device=device).manual_seed(seed)
     scores, labels, text = [], [], []
     specials = torch.tensor([model.config.cls_token_id, model.config.sep_token_id], device=device)
-    n = dict(examples=0, tokens=0, masked=0, replaced=0, predicted=0, true_pos=0, correct=0,
-             gen_correct=0, gen_loss=0.0, disc_loss=0.0)
+    n = dict(examples=0, masked=0, gen_correct=0, gen_loss=0.0, disc_loss=0.0)
     for batch in batches:
         mask = batch["attention_mask"]
         with autocast(device, precision):
             out = model(batch["input_ids"], mask, batch["token_type_ids"], generator=rng)
         real = mask.bool()
-        logits = out.disc_logits.float()[real]  # (tokens,); ranks tokens as P(replaced) does
-        scores.append(logits.cpu())
+        # (tokens,) each; the logits rank tokens as P(replaced) does
+        scores.append(out.disc_logits.float()[real].cpu())
         labels.append(out.is_replaced[real].cpu())
         text.append(~torch.isin(out.corrupted_ids[real], specials).cpu())
-        _count(n, out, real, logits)
+        w = out.masked.weights  # host reads are fine here: evaluation, not a step
+        masked = float(w.sum())
+        n["examples"] += len(real)
+        n["masked"] += masked
+        n["gen_correct"] += float(((out.gen_logits.argmax(-1) == out.masked.targets) * w).sum())
+        n["gen_loss"] += float(out.gen_loss) * masked  # the batch means, re-weighted to a total
+        n["disc_loss"] += float(out.disc_loss) * len(labels[-1])
     model.train(was_training)
-    if not n["tokens"]:
+    if not sum(len(t) for t in labels):
         raise ValueError("evaluation got no examples (is the held-out split empty?)")
     scores_all, labels_all = torch.cat(scores).numpy(), torch.cat(labels).numpy()
     is_text = torch.cat(text).numpy()
+    pred = scores_all > 0  # P(replaced) > 0.5
+    n.update(tokens=len(labels_all), replaced=int(labels_all.sum()), predicted=int(pred.sum()),
+             true_pos=int((pred & labels_all).sum()), correct=int((pred == labels_all).sum()))
     tokens = ({"token_logits": scores_all, "token_replaced": labels_all, "token_text": is_text}
               if keep_tokens else {})
     return {
