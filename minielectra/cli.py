@@ -334,7 +334,3 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # `minielectra predict ... | head`: the reader left early
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no 2nd error at exit
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

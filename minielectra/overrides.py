@@ -52,6 +52,9 @@ def override_keys(overrides: Iterable[str]) -> set[str]:
     return {o.partition("=")[0].strip() for o in overrides}
 
 
+_BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
 def parse_value(raw: str, hint: Any, key: str) -> Any:
     """The text of an override (or a flag) as a value of type ``hint``, or a ValueError naming
     ``key``."""
@@ -70,11 +73,7 @@ def parse_value(raw: str, hint: Any, key: str) -> Any:
         return tuple(parse_value(p.strip(), args[0], key) for p in parts)
     try:
         if hint is bool:
-            if raw.lower() in ("true", "1", "yes"):
-                return True
-            if raw.lower() in ("false", "0", "no"):
-                return False
-            raise ValueError
+            return _BOOLS[raw.lower()]
         if hint is int:
             f = float(raw)
             if f != int(f):
@@ -84,7 +83,7 @@ def parse_value(raw: str, hint: Any, key: str) -> Any:
             return float(raw)
         if hint is str:
             return raw.strip("'\"")
-    except (ValueError, OverflowError):  # OverflowError: an int of inf, or 1e400
+    except (ValueError, OverflowError, KeyError):  # OverflowError: an int of inf, or 1e400
         raise ValueError(f"{key} expects {type_name(hint)}, got {raw!r}") from None
     raise TypeError(f"cannot parse {key} of type {hint}")
 

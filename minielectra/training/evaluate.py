@@ -40,12 +40,8 @@ RUN_CONFIG = "run_config.json"
 
 
 def roc_auc(scores, labels) -> float:
-    """Exact ROC-AUC: the probability that a random positive outscores a random negative.
-
-    By ranks (Mann-Whitney): ``(sum of positive ranks - P (P + 1) / 2) / (P N)``, where tied
-    scores share the mean of their ranks, which counts a positive-negative tie as 1/2. ``nan``
-    when one class is absent.
-    """
+    """Exact ROC-AUC by ranks (Mann-Whitney): ``(sum of positive ranks - P (P + 1) / 2) / (P N)``,
+    tied scores sharing their mean rank (a tie counts 1/2); ``nan`` when a class is absent."""
     scores = np.asarray(scores, dtype=np.float64).ravel()
     labels = np.asarray(labels).ravel().astype(bool)
     n_pos = int(labels.sum())

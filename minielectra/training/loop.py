@@ -74,7 +74,7 @@ class Run:
                  on_record: Callable[[dict[str, Any]], None] | None = None,
                  ranks: Ranks = Ranks()):
         self.start_time = time.perf_counter()  # cfg is checked already (pretrain)
-        self.cfg, self.t, self.ranks, self.progress = cfg, cfg.train, ranks, progress
+        self.cfg, self.t, self.ranks = cfg, cfg.train, ranks
         t = self.t
         ranks.check(t.batch_size)
         self.device = resolve_device(t)  # refuses fp16/bf16 without a GPU, before any data work
@@ -107,7 +107,7 @@ class Run:
         self.eval_data = list(heldout_batches(heldout_ds, batch_size=t.batch_size,
                                               max_examples=t.eval_examples, device=self.device))
         self.bar = progress_bar(total=t.max_steps, initial=self.step, disable=not progress,
-                        desc="pretrain", dynamic_ncols=True)
+                                desc="pretrain", dynamic_ncols=True)
         self.log = MetricsLog(metrics_path, self.bar, self.start_time, on_record=on_record,
                               reduce=ranks.reduce)
         self.guard, self.last_saved = NanGuard(), ckpt

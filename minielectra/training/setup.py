@@ -132,11 +132,8 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def intact_checkpoint(out_dir: str | Path) -> tuple[Path, RunConfig]:
-    """The newest checkpoint whose files match their sha256 sums and whose run config reads.
-
-    A damaged newer one is named in a warning and renamed ``step_N.damaged`` (kept for a look,
-    no longer listed), so that pruning never keeps it in place of a good checkpoint.
-    """
+    """The newest checkpoint whose files match their sha256 sums and whose run config reads;
+    a damaged newer one is renamed ``step_N.damaged``, so pruning never keeps it instead."""
     found = list_checkpoints(out_dir)
     if not found:
         raise FileNotFoundError(f"--resume: no checkpoint in {checkpoint_dir(out_dir)}")
