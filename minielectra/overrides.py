@@ -23,9 +23,6 @@ def field_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-# ------------------------------------------------------------------------ overrides from text
-
-
 def apply_overrides(cfg: Any, overrides: Iterable[str]) -> Any:
     """Set ``section.key=value`` strings on ``cfg`` (returned), each value parsed as its field's
     type. A mistyped key is a KeyError that names the nearest valid keys."""
@@ -86,9 +83,6 @@ def parse_value(raw: str, hint: Any, key: str) -> Any:
     except (ValueError, OverflowError, KeyError):  # OverflowError: an int of inf, or 1e400
         raise ValueError(f"{key} expects {type_name(hint)}, got {raw!r}") from None
     raise TypeError(f"cannot parse {key} of type {hint}")
-
-
-# ------------------------------------------------------------------------------ the type check
 
 
 def fits(value: Any, hint: Any) -> bool:
@@ -159,9 +153,6 @@ def from_dict(cls: type, d: Any, prefix: str = "") -> Any:
         else:
             kwargs[k] = tuple(v) if isinstance(v, list) else v
     return cls(**kwargs)
-
-
-# ------------------------------------------------------------------------- a mistyped key
 
 
 def unknown_key(key: str, keys: list[str]) -> KeyError:

@@ -1,16 +1,12 @@
 """What the loop knows of data-parallel training: plain values and callables, no torch.distributed.
 
 :mod:`minielectra.distributed` fills a :class:`Ranks` for a ``torchrun`` launch; a single process
-uses the default. Two choices make a run on N processes the same run as on one
-(``docs/guides/fidelity.md``):
-
-- **The global batch is sliced, not multiplied.** ``train.batch_size`` is the paper's global
-  batch; rank r of N reads rows ``[r*b/N, (r+1)*b/N)`` of it, and the step's gradient is the mean
-  of the slices' mean losses, as gradient accumulation and the official TPU code do.
-- **Randomness is a function of (seed, slice)**: :func:`seed_slice` reseeds the global RNG before
-  each slice, so slice k draws the same masks wherever it runs and a resumed run continues
-  exactly. The global RNG, not a ``torch.Generator``: torch.compile cannot trace a draw from a
-  user generator, which would break the step into 9 graphs (tests/test_speed.py).
+uses the default. N processes train the same run as one (``docs/guides/fidelity.md``): rank r
+of N reads rows ``[r*b/N, (r+1)*b/N)`` of the global batch ``train.batch_size`` (the gradient is
+the mean of the slices' mean losses, as in the official TPU code), and :func:`seed_slice` reseeds
+the global RNG before each slice, so slice k draws the same masks wherever it runs. The global
+RNG, not a ``torch.Generator``: torch.compile cannot trace a draw from a user generator, which
+would break the step into 9 graphs (tests/test_speed.py).
 """
 
 from __future__ import annotations
