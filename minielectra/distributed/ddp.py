@@ -32,8 +32,8 @@ def launched() -> bool:
 
 
 class _DDP(DistributedDataParallel):
-    """DDP that also answers the wrapped model's attributes (``objective``, ``config``), which
-    the objectives read; calls still go through DDP's ``forward``, which syncs the gradients."""
+    """DDP that also answers the wrapped model's attributes (``objective``, ``config``, read by
+    the objectives); calls still go through DDP's ``forward``, which syncs the gradients."""
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -85,8 +85,7 @@ class Run:
         self.model, train_ds, heldout_ds = model_and_data(cfg, ckpt, self.device, progress)
         self.optimizer = build_optimizer(self.model, t, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
-        # The step draws its masks from the global RNG, reseeded per slice (one compiled graph,
-        # rank-independent masks: see .ranks), so no generator of its own is kept.
+        # no generator of its own: the step draws from the global RNG, reseeded per slice (.ranks)
         self.step = (restore_trainer_state(ckpt, self.optimizer, self.scaler)
                      if ckpt is not None else 0)
         metrics_path, evaluated = None, set(range(self.step + 1))  # only rank 0 writes
