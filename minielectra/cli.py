@@ -1,21 +1,7 @@
 """``minielectra <command>``: a thin argparse layer; each command is one library function.
 
-==========  ======================================================  ==================================
-command     library function                                        prints
-==========  ======================================================  ==================================
-prepare     :func:`minielectra.data.prepare.prepare`                JSON: shards and sizes
-pretrain    :func:`minielectra.training.loop.pretrain`              held-out metrics, checkpoint path
-evaluate    :func:`minielectra.training.evaluate.evaluate`          JSON metrics
-finetune    :func:`minielectra.finetune.run.finetune`               JSON score(s)
-glue        :func:`minielectra.finetune.glue.suite.run_glue`        JSON (table on stderr)
-predict     :func:`minielectra.finetune.predict.run_predict`        JSON predictions
-squad-eval  :func:`minielectra.finetune.squad.eval.run_squad_eval`  JSON: the official SQuAD scores
-convert     :func:`minielectra.model.convert.convert`               the output directory
-experiment  :func:`minielectra.experiments.runner.run_experiment`   JSON summary (tables: OUT/NAME)
-            (``toy-grammar``: ``toy_grammar.run_toy_grammar``)
-viz         :func:`minielectra.viz.page.viz_text`, ``viz_run``      an HTML page, or JSON records
-lessons     :func:`minielectra.lessons.copy_lessons`                JSON: the copied notebooks
-==========  ======================================================  =================================="""
+The parser of every command is here; what each does with its arguments is :mod:`.commands`, and
+the table of commands and functions is ``docs/reference/cli.md``."""
 
 from __future__ import annotations
 
@@ -259,7 +245,6 @@ def _add_lessons(sub) -> None:
 def _add_viz(sub) -> None:
     p = sub.add_parser(
         "viz", help="per-token views of the discriminator (HTML page or JSON records)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="The token strip of one text (--text): which tokens the generator replaced, "
                     "with what,\nand the discriminator's P(replaced) for each; or a run's "
                     "training report (--run).",
@@ -349,7 +334,3 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # `minielectra predict ... | head`: the reader left early
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no 2nd error at exit
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,6 @@
 """What each ``minielectra`` command does with its parsed arguments: one library function each
-(``cli.py`` builds the parser and runs them). Imports are lazy: ``minielectra --help`` stays fast."""
+(``cli.py`` builds the parser and runs them). Imports are lazy: ``minielectra --help`` stays
+fast."""
 
 from __future__ import annotations
 
@@ -72,7 +73,6 @@ def cmd_pretrain(args) -> dict | None:
                             max_minutes=cfg.train.max_minutes, argv=args.argv), file=sys.stderr)
     print(next_commands(result["out_dir"]), file=sys.stderr)
     return result
-
 
 
 def cmd_evaluate(args) -> dict:

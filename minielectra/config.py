@@ -1,20 +1,9 @@
 """Typed configuration: one dataclass per concern, composed into :class:`RunConfig`, plus presets.
 
 Defaults are the official ELECTRA-Small values (Clark et al. 2020, appendix Table 6, and
-google-research/electra ``configure_pretraining.py``); each place we differ says why.
-
-Presets (``PRESETS``):
-
-- ``nano``:  learns in minutes on 2 CPU cores (built-in ``pydocs`` corpus, small trained vocab).
-- ``mini``:  a larger CPU model for an hour-long run.
-- ``small``: the paper's ELECTRA-Small (generator 1/4 of the discriminator, 1M steps).
-- ``small++``: the shape of the released google/electra-small-* checkpoints (generator as large as
-  the discriminator, length 512, 4M steps).
-- ``base``:  ELECTRA-Base.
-- ``tiny``:  ``nano`` shrunk until it runs in seconds (and learns nothing): the tests' config.
-
-Overrides are dotted and type-checked: ``apply_overrides(cfg, ["train.max_steps=20"])``, the one
-machine of every config section (:mod:`.overrides`); each section's ``validate()`` checks ranges.
+google-research/electra ``configure_pretraining.py``); each place we differ says why. The presets
+are ``PRESETS`` (:mod:`.presets`); ``apply_overrides(cfg, ["train.max_steps=20"])`` sets dotted,
+type-checked values (:mod:`.overrides`); each section's ``validate()`` checks ranges.
 """
 
 from __future__ import annotations
@@ -50,12 +39,10 @@ class ModelConfig:
     attention_dropout: float = 0.1
     layer_norm_eps: float = 1e-12
     initializer_range: float = 0.02
-    # How the learned position table starts. "normal": like every other weight (the official
-    # code). "sinusoidal": Vaswani et al.'s sines and cosines (2017, sec. 3.5), scaled to the same
-    # std; still learned. Their dot products depend on the offset between two positions only, so
-    # "look at my neighbour" is one pattern to learn instead of one per position: on `mini` the
-    # discriminator starts comparing neighbours 1,500-2,000 steps sooner (README, "Where the
-    # position table starts").
+    # How the learned position table starts: "normal" like every other weight (the official
+    # code), or Vaswani et al.'s sines and cosines (2017, sec. 3.5), scaled to the same std: one
+    # pattern per offset, so `mini` compares neighbours 1,500-2,000 steps sooner (tutorial 02,
+    # "Where the position table starts").
     position_init: Literal["normal", "sinusoidal"] = "normal"
     # Generator width as a fraction of the discriminator's: hidden, heads and FFN are scaled, the
     # depth is not (the official code keeps all 12 layers). 1/4 is ELECTRA-Small; 1.0 is Small++.
@@ -80,13 +67,10 @@ class ModelConfig:
     def generator(self) -> "ModelConfig":
         """The generator's shape: width scaled by ``generator_size``, same depth and embeddings."""
         s = self.generator_size
-        return dataclasses.replace(
-            self,
-            hidden_size=max(1, round(self.hidden_size * s)),
-            num_heads=max(1, round(self.num_heads * s)),
-            intermediate_size=max(1, round(self.intermediate_size * s)),
-            generator_size=1.0,
-        )
+        return dataclasses.replace(self, hidden_size=max(1, round(self.hidden_size * s)),
+                                   num_heads=max(1, round(self.num_heads * s)),
+                                   intermediate_size=max(1, round(self.intermediate_size * s)),
+                                   generator_size=1.0)
 
     def validate(self) -> None:
         for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
@@ -174,9 +158,7 @@ class TrainConfig:
     max_steps: int = 1_000_000
     learning_rate: float = 5e-4
     warmup_steps: int = 10_000
-    # official: lr = peak * (1 - step/T) * min(1, step/warmup) ("official"); "linear" ramps up to
-    # peak then decays linearly from peak to 0 over the remaining steps.
-    schedule: Literal["official", "linear"] = "official"
+    schedule: Literal["official", "linear"] = "official"  # the two: training.optim.lr_at
     weight_decay: float = 0.01
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
@@ -282,5 +264,6 @@ def preset(name: str) -> RunConfig:
     if name not in PRESETS:
         raise KeyError(f"unknown preset {name!r}; valid presets: {sorted(PRESETS)}")
     cfg = RunConfig(preset=name)
-    overrides = [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in PRESETS[name].items()]
+    overrides = [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}"
+                 for k, v in PRESETS[name].items()]
     return apply_overrides(cfg, overrides)

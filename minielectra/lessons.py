@@ -1,26 +1,12 @@
 """``minielectra lessons DIR``: copy the course (notebooks and tutorial) out of the package.
 
-The notebooks live in the repository's ``notebooks/`` and their chapters in ``tutorial/``;
-``minielectra/notebooks`` and ``minielectra/tutorial`` are symbolic links to those folders, so an
-editable install reads them in place and a wheel carries a copy as package data
-(``pyproject.toml``). ``DIR`` gets the repository's layout, ``DIR/notebooks/`` and
-``DIR/tutorial/`` (with ``img/``), so the links between them (``../tutorial/...``,
-``../notebooks/...``) work there too. A learner without a checkout runs ``minielectra lessons
-my-course`` and then ``jupyter lab my-course``; the notebooks find the bundled checkpoint and the
-built-in ``pydocs`` corpus, so no data directory is needed.
-
-Every relative link of the copy resolves there. The lessons link the library's code
-(``../minielectra/model/electra.py``) and the bundled model's card: those files are copied from
-the installed package into ``DIR/source/minielectra/`` and the links point there (not
-``DIR/minielectra/``, which a Python started in ``DIR`` could import in place of the installed
-package). A link to a file that only a checkout has (the README, ``docs/``, ``research/``)
-becomes its text and the file's place in the repository, e.g. "the results (minielectra
-repository: `docs/results/english.md`)". The repository's own files keep their links.
-
-A learner's copy is their work: a lesson file already in ``DIR`` is refused, naming it, unless
-``force``; and ``force`` replaces only the files an earlier ``lessons`` wrote there (``DIR``'s
-record, :mod:`minielectra.ownership`): a file of the learner's at a lesson's name, or a symbolic
-link there or on the way, is refused even then, so nothing is written over or through it.
+``minielectra/notebooks`` and ``minielectra/tutorial`` link to the repository's folders, so a
+wheel carries them as package data. ``DIR`` gets the repository's layout (``DIR/notebooks/``,
+``DIR/tutorial/``), so links between them work; a link to the library's code is pointed at a copy
+in ``DIR/source/minielectra/`` (not ``DIR/minielectra/``, which a Python started in ``DIR`` would
+import), and a link to a file only a checkout has becomes its text and its place in the
+repository. A lesson file already in ``DIR`` is refused unless ``force``, which replaces only
+files an earlier ``lessons`` wrote (``DIR``'s record, :mod:`minielectra.ownership`).
 """
 
 from __future__ import annotations
@@ -53,8 +39,8 @@ def _shipped(part: str) -> Path:
 
 
 def lesson_files() -> dict[str, Path]:
-    """``"notebooks/01_text_to_examples.ipynb"``, ``"tutorial/img/..."``, ... -> the shipped file,
-    in a stable order (notebooks first, in lesson order)."""
+    """``"notebooks/01_text_to_examples.ipynb"``, ... -> the shipped file, notebooks first, in
+    lesson order."""
     found = {}
     for part, patterns in PARTS.items():
         root = _shipped(part)
@@ -85,9 +71,8 @@ def _package_files(path: str) -> dict[str, Path]:
 
 
 def relink(text: str, name: str) -> tuple[str, dict[str, Path]]:
-    """The Markdown ``text`` of the course file ``name`` (``notebooks/05_...ipynb``) with each
-    link out of the course rewritten (the module docstring says how), and the package files the
-    rewritten links need copied, ``{"minielectra/...": path}``."""
+    """The Markdown ``text`` of the course file ``name`` with each link out of the course
+    rewritten, and the package files those links need, ``{"minielectra/...": path}``."""
     here, needed = posixpath.dirname(name), {}
 
     def sub(m: re.Match) -> str:
@@ -129,19 +114,8 @@ def _course_bytes(name: str, source: Path) -> tuple[bytes, dict[str, Path]]:
     return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8"), needed
 
 
-def course_contents() -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """(course files, linked library files): ``{name in DIR: bytes}`` each, as
-    :func:`copy_lessons` writes them."""
-    course, sources = {}, {}
-    for name, path in lesson_files().items():
-        course[name], needed = _course_bytes(name, path)
-        sources.update({f"{SOURCE}/{n}": p.read_bytes() for n, p in needed.items()})
-    return course, dict(sorted(sources.items()))
-
-
 def _check_folders(directory: Path, names) -> None:
-    """Every folder on the way to a lesson file is a real folder (or absent): a link there would
-    send the copy elsewhere, and a file there cannot hold one."""
+    """Refuse a link or a file where a folder on the way to a lesson file goes."""
     for name in names:
         where = directory
         for part in Path(name).parts[:-1]:
@@ -152,15 +126,17 @@ def _check_folders(directory: Path, names) -> None:
 
 
 def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
-    """Copy every lesson into ``directory`` (created if needed), as ``notebooks/`` and
-    ``tutorial/``, with the library files they link in ``source/``. A lesson file already there
-    is refused, naming it, unless ``force``: a learner's edited notebook is their work; one
-    ``lessons`` did not write is refused always."""
+    """Copy every lesson into ``directory`` (created if needed), with the library files they
+    link in ``source/``; a lesson file already there is refused unless ``force``."""
     directory = Path(directory).expanduser()
     if directory.exists() and not directory.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "is a file, not a folder: give the folder the "
                                  "lessons go to", str(directory))
-    course, sources = course_contents()
+    course, sources = {}, {}  # {name in DIR: bytes}
+    for name, path in lesson_files().items():
+        course[name], needed = _course_bytes(name, path)
+        sources.update({f"{SOURCE}/{n}": p.read_bytes() for n, p in needed.items()})
+    sources = dict(sorted(sources.items()))
     files = {**course, **sources}
     _check_folders(directory, files)
     # a file at a lesson's name that no `lessons` wrote, or a link there: refused, even forced
@@ -179,8 +155,7 @@ def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
 
 
 def next_step(directory: Path) -> str:
-    """The command that opens the copied course, installing JupyterLab first where this
-    environment lacks it (the ``notebooks`` extra, or JupyterLab alone)."""
+    """The command that opens the copied course (installing JupyterLab first where missing)."""
     opens = f"jupyter lab {shlex.quote(str(directory))}"
     if importlib.util.find_spec("jupyterlab") is None:
         return f'pip install "jupyterlab>=4.0" && {opens}'

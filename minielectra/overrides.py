@@ -1,12 +1,9 @@
-"""The one machine behind every config section: ``--set section.key=value``, JSON read back into
-dataclasses, and one type check.
+"""The one machine behind every config section (pre-training's, fine-tuning's, SQuAD's, the
+experiments' options): ``--set section.key=value``, JSON read back into dataclasses, a type check.
 
-Pre-training's sections (``model``, ``objective``, ``data``, ``train``: :mod:`.config`),
-fine-tuning's (``finetune``), SQuAD's (``squad``) and the experiments' options all go through it.
-A *section* is a dataclass whose fields have these types: ``int``, ``float`` (an int is fine),
-``bool``, ``str``, ``Literal[...]`` (one of its values), ``X | None`` and ``tuple[X, ...]``. A
-*config* is a dataclass whose fields are sections (:class:`~.config.RunConfig`), or a dict
-``{name: section}``. Types are checked here; ranges ("positive", "in (0, 1)") are each section's
+A *section* is a dataclass with fields of type ``int``, ``float``, ``bool``, ``str``,
+``Literal[...]``, ``X | None`` or ``tuple[X, ...]``; a *config* is a dataclass of sections
+(:class:`~.config.RunConfig`) or a dict ``{name: section}``. Ranges are each section's
 ``validate()``.
 """
 
@@ -26,21 +23,13 @@ def field_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def sections_of(cfg: Any) -> dict[str, Any]:
-    """``{name: section}`` of a config: a dict of sections, or a dataclass's section fields."""
-    if isinstance(cfg, Mapping):
-        return dict(cfg)
-    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-            if dataclasses.is_dataclass(getattr(cfg, f.name))}
-
-
-# ------------------------------------------------------------------------ overrides from text
-
-
 def apply_overrides(cfg: Any, overrides: Iterable[str]) -> Any:
     """Set ``section.key=value`` strings on ``cfg`` (returned), each value parsed as its field's
     type. A mistyped key is a KeyError that names the nearest valid keys."""
-    sections = dict(sorted(sections_of(cfg).items()))
+    sections = dict(cfg) if isinstance(cfg, Mapping) else {
+        f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+        if dataclasses.is_dataclass(getattr(cfg, f.name))}  # a dataclass: its section fields
+    sections = dict(sorted(sections.items()))
     keys = [f"{name}.{f.name}" for name, s in sections.items() for f in dataclasses.fields(s)]
     for item in overrides:
         key, eq, raw = item.partition("=")
@@ -58,6 +47,9 @@ def apply_overrides(cfg: Any, overrides: Iterable[str]) -> Any:
 def override_keys(overrides: Iterable[str]) -> set[str]:
     """The ``section.key`` names that ``section.key=value`` strings set."""
     return {o.partition("=")[0].strip() for o in overrides}
+
+
+_BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
 def parse_value(raw: str, hint: Any, key: str) -> Any:
@@ -78,11 +70,7 @@ def parse_value(raw: str, hint: Any, key: str) -> Any:
         return tuple(parse_value(p.strip(), args[0], key) for p in parts)
     try:
         if hint is bool:
-            if raw.lower() in ("true", "1", "yes"):
-                return True
-            if raw.lower() in ("false", "0", "no"):
-                return False
-            raise ValueError
+            return _BOOLS[raw.lower()]
         if hint is int:
             f = float(raw)
             if f != int(f):
@@ -92,12 +80,9 @@ def parse_value(raw: str, hint: Any, key: str) -> Any:
             return float(raw)
         if hint is str:
             return raw.strip("'\"")
-    except (ValueError, OverflowError):  # OverflowError: an int of inf, or 1e400
+    except (ValueError, OverflowError, KeyError):  # OverflowError: an int of inf, or 1e400
         raise ValueError(f"{key} expects {type_name(hint)}, got {raw!r}") from None
     raise TypeError(f"cannot parse {key} of type {hint}")
-
-
-# ------------------------------------------------------------------------------ the type check
 
 
 def fits(value: Any, hint: Any) -> bool:
@@ -170,14 +155,10 @@ def from_dict(cls: type, d: Any, prefix: str = "") -> Any:
     return cls(**kwargs)
 
 
-# ------------------------------------------------------------------------- a mistyped key
-
-
 def unknown_key(key: str, keys: list[str]) -> KeyError:
     """A mistyped dotted key: "did you mean" the closest of ``keys`` (the same field in another
-    section, a field whose initials it is, as ``lr``, then near spellings of the key or, when its
-    section is unknown, of a section), else what is valid there (the section's keys, or the
-    sections)."""
+    section, a field whose initials it is, as ``lr``, near spellings of the key or section), else
+    what is valid there."""
     field_name, section = key.rpartition(".")[2], key.partition(".")[0]
     initials = {k: "".join(w[:1] for w in k.rpartition(".")[2].split("_")) for k in keys}
     close = [k for k in keys if field_name in (k.rpartition(".")[2], initials[k]) and k != key]

@@ -1,25 +1,11 @@
 """Which folders a command may write: its own, by the record it left there, and never an input.
 
-Every command that writes a folder (``pretrain --out``, ``prepare --out``, ``finetune --out``,
-``glue --out``, ``convert --out``, ``experiment --out``, ``lessons DIR``) leaves in it a record,
-:data:`MANIFEST` (``.minielectra-files.json``): the command's name and the files and folders it
-wrote. That record, and nothing else, makes a folder the command's own:
-
-- **A file in the way that the record does not name is the user's**, and the command is refused
-  in one line naming it (:func:`claim`, :func:`exclusive_output`). In the way means: written,
-  replaced or deleted by the command. A command that replaces its folder as a whole (finetune,
-  glue, convert, an experiment's report) has every file in the way; one that adds to it (pretrain,
-  prepare, lessons) has the names it writes. A file's extension says nothing about its owner, and
-  a symbolic link is never the tool's (it writes none), so nothing is written through one.
-- **A folder written before records existed** is adopted once, only when every entry in it
-  matches the command's layout *and* it holds the command's own run record (a pre-training
-  ``config.json`` that reads as a run config, a ``prepare.json`` with its key, a fine-tuning
-  ``result.json``...): :class:`Layout`. Anything else there makes it the user's folder.
-- **An output is never an input** (:func:`refuse_overlap`): ``--out`` that is, contains or lies
-  inside a folder or file the command reads is refused before any work.
-- **All or nothing** (:func:`exclusive_output`): a folder replaced as a whole is built beside it
-  and swapped in when complete, under the folder's lock (:class:`~.safeio.FolderLock`); a crash,
-  a full disk or Ctrl-C leaves the previous output as it was.
+A command that writes a folder leaves :data:`MANIFEST` in it, naming the files it wrote; a file
+in the way that the record does not name is the user's, and the command is refused in one line
+(:func:`claim`). A folder from before records is adopted only when its layout and run record
+match (:class:`Layout`); an output that is or holds an input is refused (:func:`refuse_overlap`);
+a folder replaced whole is swapped in complete (:func:`exclusive_output`). The guarantees, each
+with its test: ``docs/guides/faults.md``.
 """
 
 from __future__ import annotations
@@ -27,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fnmatch
+import glob
 import json
 import logging
 import os
@@ -37,8 +24,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .safeio import (LOCK_FILE, FolderLock, check_out_dir, glob_escape, held_here, named_at,
-                     public_modes, write_file)
+from .safeio import (LOCK_FILE, FolderLock, check_out_dir, held_here, named_at, public_modes,
+                     write_file)
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +38,9 @@ _TEMP = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp$")
 
 @dataclass(frozen=True)
 class Layout:
-    """What ``minielectra COMMAND`` writes in its folder: the record's name for it, and how a
-    folder written before records existed is recognised (every top-level entry matches one of
-    ``names``, fnmatch patterns, and ``record(folder)`` is true); ``record=None``: never.
-    ``shared``: the command adds files to a folder that holds the user's own (``lessons``)."""
+    """A command's folder: its name in the record, and how a folder from before records is
+    recognised (every entry matches an fnmatch pattern of ``names`` and ``record(folder)`` is
+    true; ``record=None``: never)."""
 
     command: str
     names: tuple[str, ...] = ()
@@ -86,32 +72,22 @@ def write_manifest(folder: str | Path, layout: Layout, files: Iterable[str]) -> 
     write_file(Path(folder) / MANIFEST, json.dumps(record, indent=1) + "\n")
 
 
-def files_under(root: str | Path) -> list[str]:
-    """Every file under ``root``, relative (what a record lists for a folder built whole)."""
-    root = Path(root)
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
-                  if p.is_file() and not p.is_symlink() and p.name not in (LOCK_FILE, MANIFEST))
-
-
 def _adoptable(folder: Path, layout: Layout) -> bool:
     if layout.record is None or (folder / MANIFEST).exists() or (folder / MANIFEST).is_symlink():
         return False
     entries = [p for p in folder.iterdir() if p.name != LOCK_FILE]
-    return (bool(entries) and all(not p.is_symlink() and
-                                  any(fnmatch.fnmatchcase(p.name, n) for n in layout.names)
-                                  for p in entries) and _safe(layout.record, folder))
-
-
-def _safe(record: Callable[[Path], bool], folder: Path) -> bool:
+    if not entries or any(p.is_symlink() or not any(fnmatch.fnmatchcase(p.name, n)
+                                                    for n in layout.names) for p in entries):
+        return False
     try:
-        return bool(record(folder))
+        return bool(layout.record(folder))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
 
 def claimed(folder: str | Path, layout: Layout) -> set[str]:
-    """What ``layout.command`` wrote in ``folder`` by its record (with the record itself), or,
-    for a folder it adopts, everything there."""
+    """What ``layout.command`` wrote in ``folder`` by its record (and the record), or, for a
+    folder it adopts, everything there."""
     folder = Path(folder)
     if not folder.is_dir():
         return set()
@@ -130,8 +106,8 @@ _HOLDER = re.compile(r"(pid \d+ on \S+, started .*)?\s*")  # what FolderLock wri
 
 
 def _foreign(p: Path, rel: str, mine: set[str]) -> list[str]:
-    """The files at or under ``p`` (``rel`` to the folder) that the command did not write.
-    An empty folder holds nothing to lose; a link is never the tool's (it writes none)."""
+    """The files at or under ``p`` (``rel`` to the folder) that the command did not write; a
+    link is never the tool's (it writes none)."""
     if p.is_symlink():
         return [rel]
     if p.is_dir():
@@ -151,9 +127,8 @@ def _foreign(p: Path, rel: str, mine: set[str]) -> list[str]:
 
 def foreign_files(folder: str | Path, layout: Layout, names: Iterable[str] | None = None
                   ) -> list[str]:
-    """Paths (relative to ``folder``) that ``layout.command`` did not write: among ``names``
-    (the paths it is about to write, and its record; a link on the way to one counts too), or
-    anywhere in the folder."""
+    """Paths in ``folder`` that ``layout.command`` did not write: among ``names`` (and the
+    record, and links on the way to them), or anywhere in the folder."""
     folder = Path(folder)
     if not folder.is_dir():
         return []
@@ -200,7 +175,8 @@ def refuse_foreign(folder: str | Path, found: list[str], layout: Layout, *,
 
 def check_claim(folder: str | Path, layout: Layout, names: Iterable[str], *,
                 flag: str = "--out") -> None:
-    """Refuse, before any work, what :func:`claim` would refuse."""
+    """Refuse a folder that is neither new, empty nor the command's own by its record (unless
+    ``layout.shared``), and a file in the way (``names``, ``run.lock``) it did not write."""
     folder, names = Path(folder), list(names)
     if claimed(folder, layout) or layout.shared:  # its own folder: what is in the way counts
         found = foreign_files(folder, layout, [*names, LOCK_FILE])  # the lock's file too
@@ -211,10 +187,8 @@ def check_claim(folder: str | Path, layout: Layout, names: Iterable[str], *,
 
 def claim(folder: str | Path, layout: Layout, names: Iterable[str], *,
           flag: str = "--out") -> None:
-    """Before a command writes ``names`` into ``folder`` (created if absent): refuse a folder
-    that is neither new, empty nor the command's own by its record (unless ``layout.shared``),
-    and a file in the way (``names``, ``run.lock``) that the command did not write; else add
-    ``names`` to the folder's record."""
+    """Refuse what :func:`check_claim` refuses, then create ``folder`` and add ``names`` to its
+    record."""
     folder, names = Path(folder), list(names)
     check_claim(folder, layout, names, flag=flag)
     mine = claimed(folder, layout) - {MANIFEST}
@@ -231,8 +205,8 @@ def claim(folder: str | Path, layout: Layout, names: Iterable[str], *,
 
 def refuse_overlap(out: str | Path | None, inputs: Mapping[str, str | Path | None], *,
                    flag: str = "--out") -> None:
-    """Refuse ``out`` that is, contains or lies inside one of ``inputs`` (``{flag: path}``;
-    a name that is no path on disk, such as ``bundled`` or a hub id, is skipped)."""
+    """Refuse ``out`` that is, contains or lies inside one of ``inputs`` (``{flag: path}``; a
+    name that is no path on disk, such as a hub id, is skipped)."""
     if out is None:
         return
     o = Path(out).expanduser().resolve()
@@ -252,12 +226,12 @@ def refuse_overlap(out: str | Path | None, inputs: Mapping[str, str | Path | Non
 
 
 def _leftovers(path: Path, kind: str) -> list[Path]:
-    return sorted(path.parent.glob(f".{glob_escape(path.name)}.{kind}-*"))
+    return sorted(path.parent.glob(f".{glob.escape(path.name)}.{kind}-*"))
 
 
 def _recover(path: Path) -> None:
-    """A process killed between the two renames of a swap left no ``path`` and the previous
-    output in ``.NAME.old-*/``: put it back."""
+    """A kill between the two renames of a swap left the previous output in ``.NAME.old-*/``:
+    put it back."""
     old = [p / "output" for p in _leftovers(path, "old") if (p / "output").is_dir()]
     if not path.exists() and old:
         os.rename(old[-1], path)
@@ -288,15 +262,10 @@ def _swap(tmp: Path, path: Path) -> None:
 @contextlib.contextmanager
 def exclusive_output(path: str | Path, layout: Layout, *, what: str | None = None,
                      flag: str = "--out") -> Iterator[Path]:
-    """Yield an empty temporary folder beside ``path``; when the block ends without error it
-    gets its record (every file in it) and replaces ``path`` as a whole. Meanwhile
-    ``path/run.lock`` is held (a second process is refused, naming the holder).
-
-    Checked before any work: ``path`` is a folder or absent, it and its parent can be written,
-    and an existing ``path`` holds only what ``layout.command`` wrote (else it is refused, since
-    the swap would delete the rest). On any exception (Ctrl-C, a full disk) the temporary folder
-    goes and ``path`` is as it was; a folder this call created is removed again.
-    """
+    """Yield an empty temporary folder beside ``path``, holding ``path/run.lock``; when the
+    block ends without error it gets its record and replaces ``path`` whole. An existing
+    ``path`` holding a file ``layout.command`` did not write is refused first. On any exception
+    ``path`` is as it was (a folder this call created goes again)."""
     path = check_out_dir(path, flag=flag)
     if path.is_symlink():  # a link the user named is the folder they mean: where it points
         path = path.resolve()
@@ -318,7 +287,9 @@ def exclusive_output(path: str | Path, layout: Layout, *, what: str | None = Non
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
         try:
             yield tmp
-            write_manifest(tmp, layout, files_under(tmp))
+            write_manifest(tmp, layout, [  # every file the block wrote
+                p.relative_to(tmp).as_posix() for p in tmp.rglob("*")
+                if p.is_file() and not p.is_symlink() and p.name not in (LOCK_FILE, MANIFEST)])
             new_lock = FolderLock(tmp, what=what).acquire()  # the lock moves with the folder
             _swap(tmp, path)
             done = True

@@ -1,15 +1,8 @@
-"""Progress bars that suit where the output goes.
-
-On a terminal a tqdm bar redraws itself in place; in a notebook tqdm draws its widget. Written
-to a log file or a pipe (a scheduler's job, ``... 2> run.log``, CI), the same bar would leave one
-carriage-return update per refresh, thousands of them on one unreadable line. There
-:class:`LineProgress` writes a plain line instead, at most every ``interval`` seconds and once
-at the end::
+"""Progress bars that suit where the output goes: tqdm's bar on a terminal, its widget in a
+notebook, and elsewhere (a log file, a pipe, CI) plain lines at most every ``interval`` seconds,
+not thousands of carriage-return updates on one line::
 
     pretrain: 500/2000 (25%), 1.2 min, 7.0 it/s, loss=0.412, acc=0.871
-
-Every bar of the package (pre-training, fine-tuning, building examples, preparing shards) comes
-from :func:`progress_bar`, which takes tqdm's arguments and picks one of the three.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Writing what a user owns: never through a link, a file at once, one process per folder.
 
-Three promises every command's files keep, whatever the disk or a second process does (which
-folders a command may write at all, and whole folders all or nothing: :mod:`.ownership`):
-
-- **No write through a link the user did not name** (:func:`write_file`, :func:`refuse_link`): a
-  file is written beside its destination and renamed over it, which replaces a symbolic link
-  itself and never its target; a link in the way of a copy is refused unless asked to replace it.
-  A file is there whole or not at all, and an error names it.
-- **One process per folder** (:class:`FolderLock`): ``run.lock`` holds a POSIX record lock, which
-  the kernel drops when its process ends however it ends, and which forked workers do not
-  inherit; the file names the holder (pid, host, start), and a line left by a dead pid is
-  recognised as stale.
-- **SIGTERM is Ctrl-C** (:func:`sigterm_raises`): what schedulers send stops a command through
-  the same clean-up path, with exit status 143 (128 + SIGTERM) instead of 130.
+:func:`write_file` writes beside the destination and renames over it (a link there is replaced,
+never its target); :class:`FolderLock` is ``run.lock``, a POSIX record lock the kernel drops
+with its process; :func:`sigterm_raises` makes SIGTERM take Ctrl-C's clean-up path (exit 143).
+Which folders a command may write: :mod:`.ownership`; the guarantees: ``docs/guides/faults.md``.
 """
 
 from __future__ import annotations
@@ -65,9 +56,8 @@ def refuse_link(path: str | Path, *, replace: bool = False) -> None:
 
 
 def write_file(path: str | Path, data: bytes | str) -> Path:
-    """Write ``data`` to ``path`` all at once: a temporary file beside it, flushed, then renamed
-    over ``path``. A link at ``path`` is replaced by the file (its target is untouched); the
-    permissions are a new file's (0666 less the umask). An error names ``path``."""
+    """Write ``data`` to ``path`` all at once: a temporary file beside it, flushed, renamed over
+    ``path`` (a link there is replaced, its target untouched). An error names ``path``."""
     path = Path(path)
     data = data.encode() if isinstance(data, str) else data
     tmp = None
@@ -88,8 +78,7 @@ def write_file(path: str | Path, data: bytes | str) -> Path:
 
 
 def named_at(e: OSError, tmp: Path, path: Path) -> OSError:
-    """``e`` naming the file's final place under ``path`` rather than under the temporary
-    folder ``tmp`` it was being written in (or ``path`` itself when ``e`` names no file)."""
+    """``e`` naming the file's final place under ``path``, not under the temporary ``tmp``."""
     where = Path(e.filename) if e.filename else path
     if where.is_relative_to(tmp):
         where = path / where.relative_to(tmp)
@@ -97,8 +86,8 @@ def named_at(e: OSError, tmp: Path, path: Path) -> OSError:
 
 
 def public_modes(root: str | Path) -> None:
-    """Give ``root`` and everything in it a new file's permissions (0666 or 0777 less the
-    umask): ``mkdtemp`` and safetensors make theirs private, unlike every sibling."""
+    """Give ``root`` and everything in it a new file's permissions (``mkdtemp`` and
+    safetensors make theirs private, unlike every sibling)."""
     mask = _umask()
     for p in [Path(root), *Path(root).rglob("*")]:
         if not p.is_symlink():
@@ -106,8 +95,7 @@ def public_modes(root: str | Path) -> None:
 
 
 def read_json(path: str | Path) -> dict:
-    """A JSON object from ``path``; anything else (not UTF-8, not JSON, a list at the top) is a
-    ValueError naming the file."""
+    """A JSON object from ``path``; anything else is a ValueError naming the file."""
     try:
         value = json.loads(Path(path).read_bytes().decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -132,8 +120,8 @@ def refuse_overwrite(path: str | Path, *, force: bool = False, flag: str = "--fo
 
 
 def check_out_dir(path: str | Path, *, flag: str = "--out") -> Path:
-    """``path`` is a folder or absent, and the folder it sits in can be written (probed by
-    creating and removing a temporary folder there): refused before any work, naming it."""
+    """Refuse, naming it, a ``path`` that is no folder or whose folder cannot be written
+    (probed with a temporary folder)."""
     path = Path(path).expanduser()
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, f"{flag} is a file, not a folder", str(path))
@@ -182,7 +170,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process: alive
-        return True
+        pass
     return True
 
 
@@ -268,8 +256,8 @@ class FolderLock:
 
 
 def remove_stale_builds(root: str | Path) -> list[Path]:
-    """Remove ``NAME.tmpPID`` folders in ``root`` whose builder (pid ``PID`` on this host) no
-    longer runs: what a build killed outright (kill -9, a power cut) left; returns them."""
+    """Remove (and return) the ``NAME.tmpPID`` folders in ``root`` whose builder no longer
+    runs: what a build killed outright left."""
     removed = []
     for p in Path(root).glob("*.tmp*") if Path(root).is_dir() else []:
         pid = p.name.rpartition(".tmp")[2]
@@ -277,10 +265,6 @@ def remove_stale_builds(root: str | Path) -> list[Path]:
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
     return removed
-
-
-def glob_escape(name: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", name)
 
 
 # ------------------------------------------------------------------------ 3. SIGTERM
@@ -298,9 +282,8 @@ def _raise_terminated(signum, frame):
 
 @contextlib.contextmanager
 def sigterm_raises() -> Iterator[None]:
-    """While inside, SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), so a command
-    stops through the clean-up Ctrl-C takes. Only from the main thread, and only over the
-    default handler (a notebook kernel's own stays)."""
+    """While inside, SIGTERM raises :class:`Terminated`; only from the main thread, and only
+    over the default handler (a notebook kernel's own stays)."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
         yield

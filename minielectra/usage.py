@@ -1,9 +1,6 @@
-"""What the command line says besides results: ``--help``, one-line errors, what to run next.
-
-Every command's ``--help`` ends with an example and shows each option's default
-(:class:`HelpFormatter`); an error a user can fix (bad input, a damaged or missing file, a full
-disk) is one line naming the culprit (:func:`error_line`), and a finished pre-training run prints
-the commands that usually follow it (:func:`next_commands`).
+"""What the command line says besides results: ``--help`` with defaults and an example
+(:class:`HelpFormatter`), one-line errors naming the culprit (:func:`error_line`), and what to
+run after pre-training (:func:`next_commands`).
 """
 
 from __future__ import annotations
@@ -90,9 +87,8 @@ def _finish_command(p: argparse.ArgumentParser, name: str, example: str | None =
 
 
 def next_commands(run: str) -> str:
-    """What a user runs after pre-training, shown when the run ends: evaluate, the report, and
-    fine-tuning on the user's own data (its recipe: ``finetune.run.OWN_DATA_RECIPE``) into an
-    ``--out`` that ``predict`` then reads."""
+    """What a user runs after pre-training: evaluate, the report, fine-tuning on their own data
+    (its recipe: ``finetune.run.OWN_DATA_RECIPE``) and ``predict``."""
     q = shlex.quote(run)
     model = shlex.quote(run.rstrip("/") + "-finetuned")
     return ("next:\n"
@@ -105,8 +101,7 @@ def next_commands(run: str) -> str:
 
 
 def time_cap_note(result: dict, *, max_steps: int, max_minutes: float, argv: list[str]) -> str:
-    """The line a run stopped by its time cap (``train.max_minutes``) ends with: where it
-    stopped, that the checkpoint is saved, and the command that continues it."""
+    """The line a run stopped by ``train.max_minutes`` ends with, and how to continue it."""
     again = list(argv) + ([] if "--resume" in argv else ["--resume"])
     return (f"minielectra pretrain: stopped by the time cap train.max_minutes={max_minutes:g} at "
             f"step {result['step']} of {max_steps} (checkpoint saved: {result['checkpoint']}); "

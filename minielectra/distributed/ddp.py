@@ -5,14 +5,10 @@
     torchrun --nproc_per_node=8 -m minielectra pretrain --preset small --data DIR
     # two machines: --nnodes=2 --node_rank=0|1 --rdzv_endpoint=HOST:PORT on each
 
-torchrun starts one process per GPU and tells each its place (``WORLD_SIZE``, ``RANK``,
-``LOCAL_RANK``); :func:`init_ranks` joins the process group (NCCL on GPUs, gloo on CPUs) and
-returns the :class:`~minielectra.training.ranks.Ranks` the loop uses: the model wrapped in
-``DistributedDataParallel`` (gradients averaged over the ranks during the backward pass), step
-statistics averaged over the ranks at log lines, and one stop decision for all. What the loop
-does with them (each rank reads its slice of the paper's global batch; rank 0 alone writes the
-config, the log and the checkpoints; every slice's randomness is seeded by its global index, so
-N processes train the same model as one) is described in :mod:`minielectra.training.ranks`.
+:func:`init_ranks` joins torchrun's process group and returns the
+:class:`~minielectra.training.ranks.Ranks` the loop uses (the model in DDP, statistics averaged
+over the ranks, one stop decision for all); how N processes train the same model as one is
+:mod:`minielectra.training.ranks`.
 """
 
 from __future__ import annotations
@@ -36,8 +32,8 @@ def launched() -> bool:
 
 
 class _DDP(DistributedDataParallel):
-    """DDP that also answers the wrapped model's attributes (``objective``, ``config``), which
-    the objectives read; calls still go through DDP's ``forward``, which syncs the gradients."""
+    """DDP that also answers the wrapped model's attributes (``objective``, ``config``, read by
+    the objectives); calls still go through DDP's ``forward``, which syncs the gradients."""
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -26,9 +26,7 @@ from ..model.storage import CheckpointError, resolve_bundled
 from .optim import load_optimizer_state, lr_at
 
 STATE_FILE = "trainer_state.pt"
-
-
-_STEP_DIR = re.compile(r"^step_(\d+)$")
+_STEP_DIR = re.compile(r"step_(\d+)")
 
 
 def checkpoint_dir(out_dir: str | Path) -> Path:
@@ -41,7 +39,7 @@ def list_checkpoints(out_dir: str | Path) -> list[tuple[int, Path]]:
     root = checkpoint_dir(out_dir)
     found = []
     for p in root.iterdir() if root.is_dir() else []:
-        m = _STEP_DIR.match(p.name)
+        m = _STEP_DIR.fullmatch(p.name)
         if m and not p.is_symlink() and (p / STATE_FILE).is_file():
             found.append((int(m.group(1)), p))
     return sorted(found)
@@ -91,9 +89,8 @@ def milestone_steps(t: TrainConfig) -> set[int]:
 
 def save_checkpoint(out_dir: str | Path, step: int, model: Electra, state: dict[str, Any],
                     cfg: RunConfig) -> Path:
-    """Write ``checkpoints/step_N``: the model directory (``Electra.from_pretrained`` loads it)
-    plus ``run_config.json`` and ``trainer_state.pt``, all published by one atomic rename
-    (:func:`minielectra.model.storage.atomic_dir`), so a reader sees all of it or nothing."""
+    """Write ``checkpoints/step_N`` (see the module docstring), all published by one rename
+    (:func:`minielectra.model.storage.atomic_dir`)."""
     buffer = io.BytesIO()
     torch.save(state, buffer)
     run_config = json.dumps(cfg.to_dict(), indent=2) + "\n"
@@ -124,34 +121,22 @@ def prune_checkpoints(out_dir: str | Path, t: TrainConfig) -> list[Path]:
     return deleted
 
 
-def rng_state() -> dict[str, Any]:
-    """The global RNGs. A step reseeds them per slice (``ranks.seed_slice``), so they matter
-    only to what runs between steps; checkpoints written before that also hold a "sampler"."""
-    state = {"torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def trainer_state(step: int, optimizer, scaler, t: TrainConfig) -> dict[str, Any]:
     """What resuming needs besides the weights. The schedule is a function of the step, and the
-    data position is the number of batches consumed (``batch_iterator(start=...)``)."""
+    data position is the number of batches consumed (``batch_iterator(start=...)``). The global
+    RNGs matter only between steps: a step reseeds them per slice (``ranks.seed_slice``)."""
+    rng = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
     return {"step": step, "optimizer": optimizer.state_dict(),
             "scheduler": {"schedule": t.schedule, "step": step, "lr": lr_at(step, t)},
             "scaler": scaler.state_dict() if scaler is not None else None,
-            "rng": rng_state(),
+            "rng": rng,
             "data": {"batches_consumed": step * t.grad_accum, "seed": t.seed}}
 
 
 def restore_trainer_state(ckpt: Path, optimizer, scaler) -> int:
-    """Load optimiser, scaler and RNG states from ``ckpt``; returns the step to continue from.
-    The optimiser keeps this device's settings (fused on a GPU), see ``load_optimizer_state``."""
+    """Load optimiser, scaler and RNG states from ``ckpt``; returns the step to continue from."""
     try:
         state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, pickle.UnpicklingError) as e:  # cut short, or not ours
@@ -160,16 +145,17 @@ def restore_trainer_state(ckpt: Path, optimizer, scaler) -> int:
     load_optimizer_state(optimizer, state["optimizer"])
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
-    set_rng_state(state["rng"])
+    torch.set_rng_state(state["rng"]["torch"])
+    if "cuda" in state["rng"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["rng"]["cuda"])
     return state["step"]
 
 
 def checkpoint_minutes(checkpoint: str) -> float | None:
     """Pre-training minutes behind ``checkpoint`` by its run's clock: the run's record
-    (``pretrain.json``) for its final checkpoint or the run dir; for a ``step_K`` checkpoint
-    (a run dir without the record: its latest) the run's clock at its evaluation of step K,
-    or, for a step that was not evaluated (a milestone), at its first log line at or after K
-    (``metrics.jsonl``, sessions continued with ``--resume`` added up)."""
+    (``pretrain.json``) for its final checkpoint or the run dir; else, for ``step_K`` (a run
+    dir's latest), ``metrics.jsonl``'s clock at the evaluation of step K or its first log line
+    at or after K (resumed sessions added up)."""
     where = Path(str(checkpoint))
     for record in (where / "pretrain.json", where.parent.parent / "pretrain.json"):
         timing = json.loads(record.read_text()) if record.is_file() else None
@@ -177,10 +163,10 @@ def checkpoint_minutes(checkpoint: str) -> float | None:
                                    or Path(timing["checkpoint"]).name == where.name):
             return timing["train_seconds"] / 60
     kept = sorted((int(m.group(1)), p) for p in where.glob("checkpoints/step_*")
-                  if (m := re.fullmatch(r"step_(\d+)", p.name)))  # not a write's temporary dir
+                  if (m := _STEP_DIR.fullmatch(p.name)))  # not a write's temporary dir
     if kept:  # a `minielectra pretrain --out` dir: its latest checkpoint
         where = kept[-1][1]
-    step = re.fullmatch(r"step_(\d+)", where.name)
+    step = _STEP_DIR.fullmatch(where.name)
     metrics = where.parent.parent / "metrics.jsonl"
     if step is None or not metrics.is_file():
         return None

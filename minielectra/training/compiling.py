@@ -1,20 +1,15 @@
 """When ``torch.compile`` pays on a CPU, by a measured rule, and how a step is compiled.
 
-Compiling fuses the elementwise work of a step (GELU, LayerNorm, bias and residual additions,
-their gradients, the loss) into a few C++ loops, so a compiled step is shorter; but the C++ code
-generation takes most of a minute on two cores before the first step. A run compiles when it is
-long enough to win that back::
+Compiling fuses a step's elementwise work into a few C++ loops, but generating them takes most
+of a minute on two cores. A run compiles when it is long enough to win that back::
 
     steps x (eager step time x share saved)  >  compile seconds
 
-The eager step time is estimated from the step's FLOPs (:mod:`minielectra.objectives.flops`) at
-the FLOP rate an eager step reached; the share saved and the compile seconds are what
-``benchmarks/bench_cpu.py`` measured on a 2-core x86 CPU (``benchmarks/results/cpu.json``, its
-``rule`` block; ``tests/test_compiling.py`` keeps the two equal). A faster or slower machine
-scales both sides alike. ``pretrain`` and ``finetune`` apply the rule on a CPU when neither
-``--compile`` nor ``--no-compile`` (nor ``--set train.compile`` / ``finetune.compile``) says, and
-print one line with the choice and its reason; the library's functions stay eager unless told,
-so a lesson's short run never waits for a compiler.
+The eager step time comes from the step's FLOPs (:mod:`minielectra.objectives.flops`); the rates,
+share saved and compile seconds are ``benchmarks/bench_cpu.py``'s (``benchmarks/results/cpu.json``,
+its ``rule`` block; ``tests/test_compiling.py`` keeps the two equal). ``pretrain`` and ``finetune``
+apply the rule on a CPU unless told (``--compile``, ``--no-compile``); library functions stay
+eager unless told.
 """
 
 from __future__ import annotations
@@ -85,10 +80,8 @@ def decide_finetune(cfg: ModelConfig, *, steps: int, batch: int, length: float) 
 
 
 def compile_module(module: torch.nn.Module, device: torch.device, *, dynamic: bool | None = None):
-    """``torch.compile(module)`` as training runs it. On a CPU, random numbers (masking,
-    sampling, dropout) come from torch's own generator, as in eager mode (inductor's
-    ``fallback_random``): a compiled run draws the same masks and samples as an eager one, so
-    ``train.compile`` may change on ``--resume``, and torch's vectorised generator is faster on
-    a CPU than the per-number one inductor writes into its loops."""
+    """``torch.compile(module)`` as training runs it. On a CPU, random numbers come from
+    torch's own generator (inductor's ``fallback_random``): a compiled run draws the same masks
+    as an eager one, so ``train.compile`` may change on ``--resume``, and it is faster there."""
     options = {"fallback_random": True} if device.type == "cpu" else None
     return torch.compile(module, dynamic=dynamic, options=options)

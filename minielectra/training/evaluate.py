@@ -1,24 +1,18 @@
 """Held-out evaluation of a pre-trained ELECTRA: how well does the discriminator spot fakes?
 
-The generator corrupts held-out text exactly as in training (mask 15%, sample replacements), with
-a *fixed* seed so that the same checkpoint always gets the same numbers. We then score:
+The generator corrupts held-out text as in training, with a *fixed* seed, so that the same
+checkpoint always gets the same numbers:
 
-- ``disc_auc``: ROC-AUC of the discriminator's P(replaced) over every non-padding token. It is
-  threshold-free, so it compares checkpoints fairly even when the replaced tokens are rare
-  (about 1 token in 10 early on, fewer once the generator gets good). Computed exactly from ranks
-  (Mann-Whitney U; tied scores get their average rank), see :func:`roc_auc`.
-- ``disc_accuracy``, ``disc_precision``, ``disc_recall``: at threshold P = 0.5, with *replaced*
-  as the positive class.
-- ``gen_accuracy``: the generator's masked-LM accuracy at the masked positions.
-- ``disc_auc_text``: the same AUC without the [CLS] and [SEP] tokens. They are never replaced,
-  so once the discriminator knows that they rank below everything, which lifts ``disc_auc`` the
-  more the shorter the sequences are (3 of 16 tokens at length 16). This one is the fair number
-  across sequence lengths.
-- ``replaced_fraction``: the share of tokens that were actually replaced (a sample equal to the
-  original counts as original, paper section 2), ``masked_fraction``, the two losses, ``examples``.
+- ``disc_auc``: ROC-AUC of the discriminator's P(replaced) over every non-padding token, exact
+  from ranks (:func:`roc_auc`); threshold-free, so fair even when replaced tokens are rare.
+- ``disc_auc_text``: the same without [CLS] and [SEP]. They are never replaced, which lifts
+  ``disc_auc`` the more the shorter the sequences: this one is fair across sequence lengths.
+- ``disc_accuracy``, ``disc_precision``, ``disc_recall`` at P = 0.5 (*replaced* is positive),
+  ``gen_accuracy`` at the masked positions, ``replaced_fraction`` (a sample equal to the
+  original counts as original, paper section 2), ``masked_fraction``, the two losses.
 
-:func:`evaluate` loads a checkpoint and its held-out split; :func:`evaluate_model` is what the
-training loop calls on the model in memory.
+:func:`evaluate` loads a checkpoint and its held-out split; :func:`evaluate_model` scores the
+model in memory (the training loop's call).
 """
 
 from __future__ import annotations
@@ -46,12 +40,8 @@ RUN_CONFIG = "run_config.json"
 
 
 def roc_auc(scores, labels) -> float:
-    """Exact ROC-AUC: the probability that a random positive outscores a random negative.
-
-    By ranks (Mann-Whitney): ``(sum of positive ranks - P (P + 1) / 2) / (P N)``, where tied
-    scores share the mean of their ranks, which counts a positive-negative tie as 1/2. ``nan``
-    when one class is absent.
-    """
+    """Exact ROC-AUC by ranks (Mann-Whitney): ``(sum of positive ranks - P (P + 1) / 2) / (P N)``,
+    tied scores sharing their mean rank (a tie counts 1/2); ``nan`` when a class is absent."""
     scores = np.asarray(scores, dtype=np.float64).ravel()
     labels = np.asarray(labels).ravel().astype(bool)
     n_pos = int(labels.sum())
@@ -67,9 +57,8 @@ def roc_auc(scores, labels) -> float:
 
 def heldout_batches(dataset, *, batch_size: int, max_examples: int | None = None,
                     device: torch.device | str = "cpu") -> Iterator[dict[str, torch.Tensor]]:
-    """Batches of a ``PretrainingDataset`` in order, without shuffling; the last batch may be
-    smaller (training batches drop it, evaluation must not). ``max_examples`` picks evenly spaced
-    examples, so that a subset still covers every held-out document."""
+    """Batches of a ``PretrainingDataset`` in order, the last one maybe smaller (training drops
+    it, evaluation must not); ``max_examples`` evenly spaced ones cover every document."""
     rows = np.arange(len(dataset))
     if max_examples is not None and max_examples < len(dataset):
         rows = np.linspace(0, len(dataset) - 1, max_examples).round().astype(np.int64)
@@ -83,24 +72,6 @@ def heldout_batches(dataset, *, batch_size: int, max_examples: int | None = None
             "token_type_ids": torch.from_numpy(np.asarray(dataset.token_type_ids[index], np.int64)),
         }
         yield {k: v.to(device) for k, v in batch.items()}
-
-
-def _count(n: dict, out, real: torch.Tensor, logits: torch.Tensor) -> None:
-    """Add one batch's counts to ``n`` (host reads are fine here: evaluation, not a step)."""
-    replaced = out.is_replaced[real]
-    pred = logits > 0  # P(replaced) > 0.5
-    w = out.masked.weights
-    tokens, masked = int(real.sum()), float(w.sum())
-    n["examples"] += len(real)
-    n["tokens"] += tokens
-    n["masked"] += masked
-    n["replaced"] += int(replaced.sum())
-    n["predicted"] += int(pred.sum())
-    n["true_pos"] += int((pred & replaced).sum())
-    n["correct"] += int((pred == replaced).sum())
-    n["gen_correct"] += float(((out.gen_logits.argmax(-1) == out.masked.targets) * w).sum())
-    n["gen_loss"] += float(out.gen_loss) * masked  # the batch means, re-weighted to a total
-    n["disc_loss"] += float(out.disc_loss) * tokens
 
 
 @torch.no_grad()
@@ -118,23 +89,31 @@ def evaluate_model(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *
     rng = torch.Generator(device=device).manual_seed(seed)
     scores, labels, text = [], [], []
     specials = torch.tensor([model.config.cls_token_id, model.config.sep_token_id], device=device)
-    n = dict(examples=0, tokens=0, masked=0, replaced=0, predicted=0, true_pos=0, correct=0,
-             gen_correct=0, gen_loss=0.0, disc_loss=0.0)
+    n = dict(examples=0, masked=0, gen_correct=0, gen_loss=0.0, disc_loss=0.0)
     for batch in batches:
         mask = batch["attention_mask"]
         with autocast(device, precision):
             out = model(batch["input_ids"], mask, batch["token_type_ids"], generator=rng)
         real = mask.bool()
-        logits = out.disc_logits.float()[real]  # (tokens,); ranks tokens as P(replaced) does
-        scores.append(logits.cpu())
+        # (tokens,) each; the logits rank tokens as P(replaced) does
+        scores.append(out.disc_logits.float()[real].cpu())
         labels.append(out.is_replaced[real].cpu())
         text.append(~torch.isin(out.corrupted_ids[real], specials).cpu())
-        _count(n, out, real, logits)
+        w = out.masked.weights  # host reads are fine here: evaluation, not a step
+        masked = float(w.sum())
+        n["examples"] += len(real)
+        n["masked"] += masked
+        n["gen_correct"] += float(((out.gen_logits.argmax(-1) == out.masked.targets) * w).sum())
+        n["gen_loss"] += float(out.gen_loss) * masked  # the batch means, re-weighted to a total
+        n["disc_loss"] += float(out.disc_loss) * len(labels[-1])
     model.train(was_training)
-    if not n["tokens"]:
+    if not sum(len(t) for t in labels):
         raise ValueError("evaluation got no examples (is the held-out split empty?)")
     scores_all, labels_all = torch.cat(scores).numpy(), torch.cat(labels).numpy()
     is_text = torch.cat(text).numpy()
+    pred = scores_all > 0  # P(replaced) > 0.5
+    n.update(tokens=len(labels_all), replaced=int(labels_all.sum()), predicted=int(pred.sum()),
+             true_pos=int((pred & labels_all).sum()), correct=int((pred == labels_all).sum()))
     tokens = ({"token_logits": scores_all, "token_replaced": labels_all, "token_text": is_text}
               if keep_tokens else {})
     return {
@@ -186,14 +165,10 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
              progress: bool = False, split: str = "heldout") -> dict[str, Any]:
     """Held-out metrics of a checkpoint (``minielectra evaluate``), as a JSON-ready dict.
 
-    The data settings (corpus, sequence length, held-out fraction) come from the checkpoint's
-    ``run_config.json`` when it has one, so the held-out documents are the ones the run never
-    trained on; ``corpus`` evaluates on the held-out split of another corpus instead. Batch size
-    and seed default to the run's too (``train.batch_size``, ``train.seed``), so the numbers are
-    the ones the training loop logged for the same examples. ``split="all"`` scores every
-    document of the corpus (text the model never saw: ``corpus`` a file of yours), ``"train"`` the
-    part a run with these settings trains on. Without a data dir, a run's corpus that lives only
-    there (the bundled checkpoint's ``pretrain-en``) is replaced by ``pydocs``, with a warning.
+    Data settings, batch size and seed come from the checkpoint's ``run_config.json`` when it
+    has one, so the numbers are the ones the training loop logged; ``corpus`` names another
+    corpus, and ``split="all"`` scores all of it (``"train"``: the part a run trains on). A run's
+    corpus that lives only in an absent data dir is replaced by ``pydocs``, with a warning.
     """
     if split not in ("heldout", "train", "all"):
         raise ValueError(f"split must be heldout, train or all, got {split!r}")

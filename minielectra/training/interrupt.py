@@ -1,12 +1,9 @@
 """Ctrl-C (or SIGTERM) during pre-training: finish the step in flight, save a checkpoint, stop.
 
-Python turns SIGINT into a ``KeyboardInterrupt`` wherever the main thread happens to be, which
-may be halfway through an optimiser update: a checkpoint written then would hold weights that no
-step count describes, and ``--resume`` would not continue bit for bit. :func:`deferred_sigint`
-holds the first Ctrl-C until the loop reaches a step boundary (a second one interrupts at once);
-the loop then saves the last completed step and raises :class:`Interrupted`, which the CLI turns
-into one line and exit code 130 (128 + SIGINT, the shell's convention). SIGTERM, what schedulers
-and ``kill`` send, is handled the same way and exits 143 (128 + SIGTERM).
+A ``KeyboardInterrupt`` halfway through an optimiser update would leave weights that no step
+count describes, and ``--resume`` would not continue bit for bit: :func:`deferred_sigint` holds
+the first Ctrl-C until a step boundary (a second interrupts at once); the loop then saves and
+raises :class:`Interrupted` (exit code 130, or 143 for SIGTERM).
 """
 
 from __future__ import annotations
@@ -52,8 +49,9 @@ def deferred_sigint() -> Iterator[SigintFlag]:
     previous = {}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous[signal.SIGINT] = signal.default_int_handler
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or _raises_terminated():
-        previous[signal.SIGTERM] = signal.getsignal(signal.SIGTERM)
+    term = signal.getsignal(signal.SIGTERM)  # the default, or the CLI's (safeio.sigterm_raises)
+    if term is signal.SIG_DFL or getattr(term, "__module__", None) == "minielectra.safeio":
+        previous[signal.SIGTERM] = term
 
     def handler(signum, frame):
         if flag.requested:  # the second signal: the user does not want to wait
@@ -68,9 +66,3 @@ def deferred_sigint() -> Iterator[SigintFlag]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-
-
-def _raises_terminated() -> bool:
-    """SIGTERM's handler is the command line's (:func:`minielectra.safeio.sigterm_raises`)."""
-    h = signal.getsignal(signal.SIGTERM)
-    return getattr(h, "__module__", None) == "minielectra.safeio"

@@ -1,14 +1,9 @@
-"""The pre-training loop: the official recipe, read top to bottom.
+"""The pre-training loop: the official recipe (``run_pretraining.py``), read top to bottom.
 
-google-research/electra ``run_pretraining.py`` (``tutorial/appendix_official_recipe.md`` section
-A.1): gradient accumulation, clipping at global norm 1.0, the official optimiser and schedule
-(:mod:`.optim`), a NaN guard that never stalls the GPU (:mod:`.step`), progress lines,
-``metrics.jsonl``, periodic held-out evaluation (:mod:`.evaluate`), a wall-clock budget,
-checkpoints (:mod:`.checkpoints`) and ``resume=True`` that continues bit-for-bit on CPU. What
-happens before the first step (config checks, data, model, the run directory) is :mod:`.setup`.
-The run directory is locked for the run's lifetime (a second run there is refused), and Ctrl-C
-saves the last completed step before stopping (:mod:`.interrupt`), so ``--resume`` can always
-continue.
+Gradient accumulation, clipping, the official optimiser and schedule (:mod:`.optim`), a NaN
+guard that never stalls the GPU (:mod:`.step`), logs, held-out evaluation (:mod:`.evaluate`),
+a time budget, checkpoints and a bit-exact ``resume`` (:mod:`.checkpoints`); what happens before
+the first step is :mod:`.setup`, and Ctrl-C saves the last completed step (:mod:`.interrupt`).
 """
 
 from __future__ import annotations
@@ -43,12 +38,10 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     """Pre-train ELECTRA as ``cfg`` says; returns the held-out metrics and the checkpoint path.
 
     ``resume=True`` continues from the latest checkpoint in ``train.out_dir`` (same config
-    required); without it, a ``train.out_dir`` that holds checkpoints is refused. ``until_step``
-    stops early (with a checkpoint) as an interruption would, without changing the schedule; the
-    tests use it to split a run in two. ``on_record`` is called with every record written to
-    ``metrics.jsonl`` (``"kind": "train"`` or ``"eval"``), e.g. to update live curves. ``ranks``:
-    this process's place in a data-parallel run (:mod:`.ranks`, :mod:`minielectra.distributed`).
-    Ctrl-C (or SIGTERM) saves the last completed step and raises :class:`.interrupt.Interrupted`.
+    required). ``until_step`` stops early (with a checkpoint) without changing the schedule.
+    ``on_record`` gets every record written to ``metrics.jsonl``. ``ranks``: this process's place
+    in a data-parallel run (:mod:`.ranks`). Ctrl-C (or SIGTERM) saves the last completed step
+    and raises :class:`.interrupt.Interrupted`.
     """
     cfg.validate()  # types and ranges: refused before the lock creates train.out_dir
     resolve_device(cfg.train)
@@ -81,10 +74,9 @@ class Run:
                  on_record: Callable[[dict[str, Any]], None] | None = None,
                  ranks: Ranks = Ranks()):
         self.start_time = time.perf_counter()  # cfg is checked already (pretrain)
-        self.cfg, t = cfg, cfg.train
-        self.ranks = ranks
+        self.cfg, self.t, self.ranks = cfg, cfg.train, ranks
+        t = self.t
         ranks.check(t.batch_size)
-        self.t, self.progress = t, progress
         self.device = resolve_device(t)  # refuses fp16/bf16 without a GPU, before any data work
         ckpt = resume_point(cfg) if resume else None
         if ckpt is None:
@@ -93,8 +85,7 @@ class Run:
         self.model, train_ds, heldout_ds = model_and_data(cfg, ckpt, self.device, progress)
         self.optimizer = build_optimizer(self.model, t, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if t.precision == "fp16" else None
-        # The step draws its masks from the global RNG, reseeded per slice (one compiled graph,
-        # rank-independent masks: see .ranks), so no generator of its own is kept.
+        # no generator of its own: the step draws from the global RNG, reseeded per slice (.ranks)
         self.step = (restore_trainer_state(ckpt, self.optimizer, self.scaler)
                      if ckpt is not None else 0)
         metrics_path, evaluated = None, set(range(self.step + 1))  # only rank 0 writes
@@ -115,7 +106,7 @@ class Run:
         self.eval_data = list(heldout_batches(heldout_ds, batch_size=t.batch_size,
                                               max_examples=t.eval_examples, device=self.device))
         self.bar = progress_bar(total=t.max_steps, initial=self.step, disable=not progress,
-                        desc="pretrain", dynamic_ncols=True)
+                                desc="pretrain", dynamic_ncols=True)
         self.log = MetricsLog(metrics_path, self.bar, self.start_time, on_record=on_record,
                               reduce=ranks.reduce)
         self.guard, self.last_saved = NanGuard(), ckpt
@@ -143,8 +134,7 @@ class Run:
 
     def reseed(self, micro: int) -> None:
         """Dropout and masking of this rank's slice of micro-batch ``micro`` (see :mod:`.ranks`)."""
-        t = self.t
-        seed_slice(t.seed, self.ranks.slice_index(self.step, micro, t.grad_accum))
+        seed_slice(self.t.seed, self.ranks.slice_index(self.step, micro, self.t.grad_accum))
 
     def evaluation_due(self) -> bool:
         t = self.t
@@ -162,9 +152,8 @@ class Run:
         return "max_minutes" if late else None
 
     def interrupt_requested(self) -> bool:
-        """Ctrl-C reaches each process of a ``torchrun`` launch on its own, maybe between
-        different steps; they all stop at one step by agreeing at log steps, where they
-        synchronise anyway (as for ``max_minutes``)."""
+        """Ctrl-C reaches each process of a ``torchrun`` launch on its own: they agree at log
+        steps, where they synchronise anyway (as for ``max_minutes``)."""
         if self.ranks.world_size == 1:
             return self.sigint.requested
         return self.step % self.t.log_every == 0 and self.ranks.any(self.sigint.requested)

@@ -6,9 +6,8 @@ weighted by 50), take an optimiser step. Paper section 2; the official code's
 ``run_pretraining.py``. The pieces are the library's own (:mod:`minielectra.model.electra`), called
 in the order ``Electra.forward`` calls them.
 
-The library's loop (:func:`.loop.pretrain`) does the same updates and adds what a real run needs:
-checkpoints and resume, gradient accumulation, mixed precision, held-out evaluation, logging, a
-time budget. ``tests/test_minimal.py`` checks that both give the same losses, step for step.
+The library's loop (:func:`.loop.pretrain`) does the same updates and adds what a real run needs;
+``tests/test_minimal.py`` checks that both give the same losses, step for step.
 
 Example::
 

@@ -1,22 +1,9 @@
-"""The official optimiser and learning-rate schedule.
+"""The official optimiser and learning-rate schedule (google-research/electra
+``model/optimization.py``; values and sources: ``tutorial/appendix_official_recipe.md`` A.1).
 
-The values and their source files: ``tutorial/appendix_official_recipe.md`` section A.1.
-
-google-research/electra ``model/optimization.py``, read top to bottom:
-
-1. **Schedule** (:func:`lr_at`): warmup times linear decay, in the official form
-   ``peak * (1 - step/T) * min(1, step/warmup)`` or the usual "ramp up, then decay" form.
-2. **Parameter groups** (:func:`param_groups`): weight decay 0.01, but not on LayerNorm or bias.
-3. **Optimiser** (:class:`AdamWeightDecay`): Adam with decoupled weight decay, eps 1e-6 and, by
-   default, *no bias correction* (as the official ``AdamWeightDecayOptimizer``), which makes
-   the early updates up to 6.5x larger than AdamW's (see the class).
-4. **On a GPU** (:func:`build_optimizer`, :func:`set_lr`): torch's fused AdamW with
-   hyper-parameters rescaled per step so that it computes exactly the same update
-   (:func:`official_adam_hparams`).
-5. **Resume** (:func:`load_optimizer_state`): moments and step counts from a checkpoint, settings
-   (fused, foreach, ...) from the optimiser of *this* machine.
-
-Fine-tuning (``finetune/classifier.py``, ``finetune/train.py``) uses the same optimiser and schedule.
+In file order: the schedule, the parameter groups, the optimiser (Adam with decoupled weight
+decay and, by default, no bias correction), torch's fused AdamW made to compute the same update
+on a GPU, and resuming with this machine's settings. Fine-tuning uses the same.
 """
 
 from __future__ import annotations
@@ -53,12 +40,9 @@ def lr_at(step: int, t: TrainConfig) -> float:
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """Two groups: decayed weights, and LayerNorm/bias parameters that are not decayed.
-
-    The official optimiser skips any variable named ``LayerNorm`` or ``bias``; the generator's
-    ``output_bias`` is a bias too. ``named_parameters`` yields a shared (tied) tensor once, so
-    the embeddings both networks hold are updated, and decayed, once per step.
-    """
+    """Two groups: decayed weights, and LayerNorm/bias parameters (the official optimiser
+    skips any variable named ``LayerNorm`` or ``bias``). ``named_parameters`` yields a tied
+    tensor once, so the shared embeddings are updated, and decayed, once per step."""
     norm_params = {id(p) for m in model.modules() if isinstance(m, nn.LayerNorm)
                    for p in m.parameters()}
     decay, no_decay = [], []
@@ -85,18 +69,11 @@ class AdamWeightDecay(torch.optim.Optimizer):
         m_hat, v_hat = m / (1 - b1^t), v / (1 - b2^t)        # bias_correction=True (= AdamW)
         w = w - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w)
 
-    The decay is *decoupled* (Loshchilov & Hutter): it is not part of the gradient, so Adam's
-    scaling does not touch it. Without bias correction the early updates are *larger*, not
-    smaller: ``m`` and ``v`` both start at 0, but ``sqrt(v)`` is the smaller of the two
-    underestimates, so the uncorrected update is the corrected one times
-    ``(1 - b1^t) / sqrt(1 - b2^t)``: 3.2 at t=1, 6.5 at t=10 (the peak, t=12), 3.2 at t=100,
-    1.26 at t=1000, 1.0 by t=10,000. The official recipe's 10,000 warm-up steps keep the
-    learning rate small exactly while the factor is large; a run with a short warmup (the CPU
-    presets: 100-200 steps) would take its peak steps several times too large, hence
-    ``bias_correction=True`` there (on ``nano``, 200 steps, seed 0: held-out AUC 0.661 with it,
-    0.627 without; tutorial chapter 05).
-    State keys match ``torch.optim.AdamW`` (``step``, ``exp_avg``, ``exp_avg_sq``), so a
-    checkpoint written on a GPU (fused AdamW) resumes here and vice versa.
+    The decay is *decoupled* (Loshchilov & Hutter): Adam's scaling does not touch it. Without
+    bias correction the early updates are *larger*, by ``(1 - b1^t) / sqrt(1 - b2^t)`` (6.5 at
+    t=10): the official 10,000 warm-up steps hide that, the CPU presets' short warmups do not,
+    hence ``bias_correction=True`` there (tutorial chapter 05 has the numbers). State keys
+    match ``torch.optim.AdamW``, so a GPU checkpoint (fused AdamW) resumes here and vice versa.
     """
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
@@ -181,11 +158,8 @@ def build_optimizer(model: nn.Module, t: TrainConfig,
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float, t: TrainConfig, step: int) -> None:
-    """Set the hyper-parameters of update ``step`` (0-based).
-
-    For the fused AdamW the step count is the loop's: with fp16, updates the gradient scaler
-    skips still count, which shifts the emulated correction slightly during the first steps.
-    """
+    """Set the hyper-parameters of update ``step`` (0-based). For the fused AdamW the step
+    count is the loop's: with fp16, updates the scaler skips still count."""
     for group in optimizer.param_groups:
         group["lr"] = lr
         if group.get("official_rescale"):
@@ -197,14 +171,9 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float, t: TrainConfig, step: in
 
 
 def load_optimizer_state(optimizer: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
-    """Load the moments and step counts of ``saved``, keeping ``optimizer``'s own settings.
-
-    ``Optimizer.load_state_dict`` would replace every group setting with the saved one: a
-    checkpoint written on a GPU (fused AdamW, ``fused=True``) would bring ``fused`` to a CPU, or
-    lack ``bias_correction`` for :class:`AdamWeightDecay`; one written on a CPU would leave a fused
-    GPU optimiser's step counts on the CPU. The settings are a function of the config (which
-    resume checks) and of this device, so we keep ours; ``set_lr`` sets lr/eps/decay each step.
-    """
+    """Load the moments and step counts of ``saved``, keeping ``optimizer``'s own settings:
+    ``Optimizer.load_state_dict`` would bring a GPU checkpoint's ``fused=True`` to a CPU (or
+    lack ``bias_correction``). The settings follow from the config and this device."""
     ours = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
     if len(ours) != len(saved["param_groups"]):
         raise ValueError(f"optimizer state has {len(saved['param_groups'])} parameter groups, "

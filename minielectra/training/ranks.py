@@ -1,26 +1,12 @@
 """What the loop knows of data-parallel training: plain values and callables, no torch.distributed.
 
 :mod:`minielectra.distributed` fills a :class:`Ranks` for a ``torchrun`` launch; a single process
-uses the default. Two choices make a run on N processes the same run as on one:
-
-- **The global batch is sliced, not multiplied.** ``train.batch_size`` is the paper's global
-  batch (128); rank r of N reads rows ``[r*b/N, (r+1)*b/N)`` of each global batch. Each slice's
-  loss is the mean over its own tokens, and the step's gradient is the mean over the slices (DDP
-  averages). That is what gradient accumulation does here, and what the official TPU code does
-  (TPUEstimator's CrossShardOptimizer averages the per-core gradients of per-core mean losses);
-  it differs from one mean over all the batch's tokens only in how sequences of different length
-  are weighted (by at most the spread of tokens per slice, ~1% at 128 x 128).
-- **Randomness is a function of (seed, slice).** Before each slice's forward pass the global RNG,
-  which dropout, masking and sampling draw from in training, is reseeded from (``train.seed``,
-  the slice's global index), :func:`seed_slice`. So slice k draws the same masks wherever it
-  runs: N processes with batch b equal one process with batch b/N and ``grad_accum`` N, up to
-  float rounding (tests/test_distributed.py), and a resumed run continues exactly.
-
-Why the global RNG and not an explicit ``torch.Generator`` (which the model also takes, and the
-notebooks and evaluation use): torch.compile cannot trace a draw from a user generator, so each
-of the four draws of masking and sampling would break the step into another graph (9 graphs);
-draws from the global RNG compile into the one graph (tests/test_speed.py). Reseeding it per
-slice keeps them as reproducible as a generator would.
+uses the default. N processes train the same run as one (``docs/guides/fidelity.md``): rank r
+of N reads rows ``[r*b/N, (r+1)*b/N)`` of the global batch ``train.batch_size`` (the gradient is
+the mean of the slices' mean losses, as in the official TPU code), and :func:`seed_slice` reseeds
+the global RNG before each slice, so slice k draws the same masks wherever it runs. The global
+RNG, not a ``torch.Generator``: torch.compile cannot trace a draw from a user generator, which
+would break the step into 9 graphs (tests/test_speed.py).
 """
 
 from __future__ import annotations

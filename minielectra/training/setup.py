@@ -1,14 +1,10 @@
 """Everything before the first step: config checks, resume checks, data, model, run directory.
 
-A run first checks and locks its directory (:func:`lock_run_dir`): a file in the way that no
-earlier run wrote there (by the directory's record, :mod:`minielectra.ownership`) is refused, as
-is an ``--out`` that is, holds or lies inside its corpus, and a second run on the same ``--out``
-(naming the holder). A fresh run refuses a directory that holds an earlier run's
-checkpoints; a resumed run continues from the newest *intact* checkpoint (checked against its
-sha256 sums; a damaged one is named and set aside) and refuses one written by another
-configuration (naming the keys that differ). Then the corpus goes through the tokenizer and the
-example builder (:mod:`minielectra.data`), and the model is built (or reloaded) with the
-tokenizer's vocabulary and special ids.
+The run directory is locked and claimed first (:func:`lock_run_dir`, ``docs/guides/faults.md``).
+A fresh run refuses one that holds an earlier run's checkpoints; a resumed run continues from
+the newest *intact* checkpoint, written by the same configuration (:func:`resume_point`). Then
+the corpus becomes examples (:mod:`minielectra.data`) and the model is built (or reloaded) with
+the tokenizer's vocabulary and special ids.
 
 Run layout (``train.out_dir``)::
 
@@ -41,14 +37,10 @@ from ..model.electra import Electra
 from ..objectives.compute import build_model, load_model
 from ..model.storage import CheckpointError, verify_checksums
 from ..ownership import MANIFEST, Layout, check_claim, claim, refuse_overlap
-from ..safeio import LOCK_FILE, FolderBusy, FolderLock, write_file
+from ..safeio import LOCK_FILE, FolderLock, write_file
 from .checkpoints import checkpoint_dir, list_checkpoints
 
 log = logging.getLogger(__name__)
-
-
-
-RunDirBusy = FolderBusy  # another process is running in the same ``train.out_dir``
 
 
 def _is_run(folder: Path) -> bool:
@@ -76,14 +68,9 @@ def refuse_inputs_as_output(cfg: RunConfig) -> None:
 
 
 def lock_run_dir(out_dir: str | Path) -> FolderLock:
-    """Lock ``out_dir`` for this run (:class:`~minielectra.safeio.FolderLock`); release it with
-    :func:`release_run_dir`. Refused first when a file the run writes is there and no earlier
-    run wrote it (by the directory's record, :mod:`minielectra.ownership`).
-
-    Two runs in one directory would mix their ``config.json`` and ``metrics.jsonl``, and one's
-    pruning would delete the other's checkpoints. The kernel drops the lock when the process ends,
-    however it ends (kill -9 included), so a stale lock file never blocks a run.
-    """
+    """Lock ``out_dir`` for this run (release it with :func:`release_run_dir`): two runs there
+    would mix their logs, and one's pruning would delete the other's checkpoints. Refused first
+    when a file the run writes is there and no earlier run wrote it (by the record)."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "--out (train.out_dir) is a file, not a "
@@ -145,11 +132,8 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def intact_checkpoint(out_dir: str | Path) -> tuple[Path, RunConfig]:
-    """The newest checkpoint whose files match their sha256 sums and whose run config reads.
-
-    A damaged newer one is named in a warning and renamed ``step_N.damaged`` (kept for a look,
-    no longer listed), so that pruning never keeps it in place of a good checkpoint.
-    """
+    """The newest checkpoint whose files match their sha256 sums and whose run config reads;
+    a damaged newer one is renamed ``step_N.damaged``, so pruning never keeps it instead."""
     found = list_checkpoints(out_dir)
     if not found:
         raise FileNotFoundError(f"--resume: no checkpoint in {checkpoint_dir(out_dir)}")

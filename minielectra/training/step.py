@@ -35,11 +35,9 @@ def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim
     """One update: ``grad_accum`` micro-batches, clip at ``grad_clip``, optimiser step.
 
     Returns detached per-step sums (``tokens``) and means (losses, metrics, ``grad_norm``), and
-    ``finite``, a 0-dim bool tensor that is False when the loss (or, without an fp16 gradient
-    scaler, the gradient norm) was NaN/inf. ``finite`` is not read here: reading a GPU value makes
-    the CPU wait until the GPU has finished the step, which would empty the queue every step. The
-    loop reads all the flags at once when it waits anyway (:class:`NanGuard`). ``reseed(i)`` is
-    called before micro-batch ``i`` (the loop seeds each slice's randomness, see ``ranks``).
+    ``finite``, a 0-dim bool tensor, False when the loss (or, without an fp16 scaler, the
+    gradient norm) was NaN/inf; unread here (:class:`NanGuard`). ``reseed(i)`` is called before
+    micro-batch ``i`` (see :mod:`.ranks`).
     """
     optimizer.zero_grad(set_to_none=True)
     stats: dict[str, torch.Tensor] = {}
@@ -79,12 +77,8 @@ def train_step(model: nn.Module, batches: Iterator[dict], optimizer: torch.optim
 
 
 class NanGuard:
-    """Keeps each step's ``finite`` flag on the device and reads them all in one go, at the
-    points where the loop waits for the device anyway (log lines, evaluations, checkpoints).
-
-    A NaN step has already updated the weights when it is found, so nothing is saved after it:
-    the loop checks before every checkpoint, and the last one saved is the last good one.
-    """
+    """Keeps each step's ``finite`` flag on the device and reads them all in one go where the
+    loop waits anyway; it checks before every checkpoint, so the last one saved is good."""
 
     def __init__(self):
         self.pending: list[tuple[int, torch.Tensor]] = []
