@@ -1,24 +1,11 @@
 """The fine-tuning model: a classifier on the discriminator, its optimiser groups, its loss.
 
 Paper section 3.1 and appendix Table 7; official code: google-research/electra
-``configure_finetuning.py``, ``finetune/classification/classification_tasks.py``,
-``model/optimization.py``. See ``tutorial/appendix_official_recipe.md`` section A.4. The recipe:
-
-- **Head**: the final ``[CLS]`` vector -> dropout 0.1 -> one linear layer (Glorot init). No pooler
-  and no extra dense layer (transformers' ``ElectraForSequenceClassification`` has one; we don't).
-- **Optimiser**: the official Adam (:class:`~minielectra.training.optim.AdamWeightDecay`: no bias
-  correction, eps 1e-6) with decoupled weight decay 0 (the paper; the code's default is 0.01),
-  global-norm clipping 1.0; lr 3e-4 for Small, warmup over 10% of the steps, then linear decay.
-- **Layer-wise lr decay 0.8**: a parameter at depth ``k`` (embeddings 0, layer ``i`` at ``i+1``,
-  head on top) gets ``lr * 0.8^(top - k)``. The official code puts the head one step too high, so
-  its top layer gets ``lr * 0.8^2`` (google-research/electra#51); ``layerwise_decay_official=True``
-  reproduces that.
-- **Loss**: cross-entropy (STS-B: squared error on ``label / 5``), *summed* over the batch as
-  ``run_finetuning.py`` does (``tf.reduce_sum``); ``loss_reduction="mean"`` averages instead.
-
-The data, the training loop and the paper's protocol (median of seeds): :mod:`.finetune`; saving
-and reloading: :mod:`.saved`;
-scoring new text: :mod:`.predict`; the GLUE table and average: :mod:`.metrics`.
+``configure_finetuning.py``, ``finetune/classification/``, ``model/optimization.py``; the recipe
+is listed in ``tutorial/appendix_official_recipe.md`` section A.4 and, option by option, in
+:class:`FinetuneConfig`. The head is the final ``[CLS]`` vector -> dropout -> one linear layer
+(Glorot init): no pooler and no extra dense layer, unlike transformers'
+``ElectraForSequenceClassification``. The loop and the paper's protocol: :mod:`.train`.
 
 Axis letters: b batch, n sequence, d width, c classes.
 """
@@ -30,7 +17,6 @@ import typing
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -40,7 +26,7 @@ from ..overrides import apply_overrides
 from ..model.electra import Electra
 from ..model.gdes import plain_state_dict
 from ..model.transformer import Encoder
-from ..training.optim import lr_at
+from ..training.optim import AdamWeightDecay, lr_at
 from .task import Example, Task
 
 # ------------------------------------------------------------------------------------ config
@@ -158,22 +144,35 @@ class SequenceClassifier(nn.Module):
         return self.head(self.dropout(h[:, 0]))  # the [CLS] vector, (b, d) -> (b, c)
 
 
+def load_encoder(model: nn.Module, pretrained, cfg: FinetuneConfig) -> nn.Module:
+    """``model`` (a classifier or span head, just built) with a copy of ``pretrained``'s
+    discriminator encoder; with ``from_scratch`` a fresh one of the same shape."""
+    source = Electra(pretrained.config) if cfg.from_scratch else pretrained
+    model.encoder.load_state_dict(plain_state_dict(source.discriminator.encoder))  # GDES folded
+    return model
+
+
+def model_config(pretrained, cfg: FinetuneConfig) -> ModelConfig:
+    """The checkpoint's model config with the encoder dropout fine-tuning uses."""
+    if cfg.encoder_dropout is None:
+        return pretrained.config
+    return dataclasses.replace(pretrained.config, dropout=cfg.encoder_dropout,
+                               attention_dropout=cfg.encoder_dropout)
+
+
 def build_classifier(pretrained, task: Task, cfg: FinetuneConfig) -> SequenceClassifier:
     """A classifier for ``task`` holding a copy of ``pretrained``'s discriminator encoder.
+    Seed torch before calling: the head (and, with ``from_scratch``, the encoder) is random."""
+    model = SequenceClassifier(model_config(pretrained, cfg), task.num_labels,
+                               dropout=cfg.head_dropout)
+    return load_encoder(model, pretrained, cfg)
 
-    Seed torch before calling: the head (and, with ``from_scratch``, the encoder) is random.
-    """
-    mcfg = pretrained.config
-    if cfg.encoder_dropout is not None:
-        mcfg = dataclasses.replace(mcfg, dropout=cfg.encoder_dropout,
-                                   attention_dropout=cfg.encoder_dropout)
-    model = SequenceClassifier(mcfg, task.num_labels, dropout=cfg.head_dropout)
-    if cfg.from_scratch:  # the official initialisation of a fresh discriminator, same shape
-        source = Electra(pretrained.config).discriminator.encoder
-    else:
-        source = pretrained.discriminator.encoder
-    model.encoder.load_state_dict(plain_state_dict(source))  # GDES residuals folded in
-    return model
+
+def device_of(name: str) -> torch.device:
+    """``finetune.device``: ``"auto"`` is CUDA when there is one."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
 
 
 def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> list[dict]:
@@ -202,13 +201,20 @@ def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> li
 
 def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
     """Multiplier of each group's peak lr at update ``step`` (0-based): the pre-training
-    schedule (:func:`~minielectra.training.optim.lr_at`, same official quirk) over this run's ``total`` steps."""
+    schedule (:func:`~minielectra.training.optim.lr_at`) over this run's ``total`` steps."""
     return lr_at(step, TrainConfig(learning_rate=1.0, max_steps=total, warmup_steps=warmup,
                                    schedule=schedule))
 
 
+def make_optimizer(model: nn.Module, cfg: FinetuneConfig) -> AdamWeightDecay:
+    """The official Adam over :func:`layerwise_param_groups`, shared by both loops."""
+    return AdamWeightDecay(layerwise_param_groups(model, cfg), lr=cfg.learning_rate,
+                           betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
+                           bias_correction=cfg.bias_correction)
+
+
 def optimizer_step(model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor,
-                   cfg: "FinetuneConfig", examples: int) -> float:
+                   cfg: FinetuneConfig, examples: int) -> float:
     """One update on ``loss`` (gradients cleared, clipped at ``cfg.grad_clip``), shared by the
     classification and SQuAD loops; returns the loss per example (a summed loss is divided)."""
     opt.zero_grad(set_to_none=True)
@@ -229,11 +235,10 @@ def collate(encoded: Sequence[tuple[list, list]], pad_id: int) -> dict[str, torc
     n = max(len(ids) for ids, _ in encoded)
     input_ids = torch.full((len(encoded), n), pad_id, dtype=torch.long)
     token_type_ids = torch.zeros((len(encoded), n), dtype=torch.long)
+    attention_mask = torch.zeros_like(input_ids)
     for row, (ids, types) in enumerate(encoded):
         input_ids[row, :len(ids)] = torch.tensor(ids)
         token_type_ids[row, :len(types)] = torch.tensor(types)
-    attention_mask = torch.zeros_like(input_ids)
-    for row, (ids, _) in enumerate(encoded):
         attention_mask[row, :len(ids)] = 1
     return {"input_ids": input_ids, "attention_mask": attention_mask,
             "token_type_ids": token_type_ids}
@@ -250,28 +255,3 @@ def task_loss(task: Task, logits: torch.Tensor, labels: torch.Tensor, *,
     else:
         losses = F.cross_entropy(logits.float(), labels.long(), reduction="none")  # (b,)
     return losses.sum() if reduction == "sum" else losses.mean()
-
-
-def _to_outputs(task: Task, logits: torch.Tensor) -> np.ndarray:
-    """Class ids, or regression outputs back on the labels' scale (STS-B: 0-5)."""
-    if task.is_regression:
-        return (logits.squeeze(-1).float() * task.label_scale + task.label_shift).cpu().numpy()
-    return logits.argmax(-1).cpu().numpy()
-
-
-@torch.no_grad()
-def predict_batches(model: SequenceClassifier, task: Task, encoded: Sequence[tuple[list, list]],
-                    *, pad_id: int, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """``(outputs, logits)`` in input order: class ids (or 0-5 scores) and raw logits ``(N, c)``.
-
-    Batches are built from length-sorted inputs, so little time goes into padding.
-    """
-    model.eval()
-    device = next(model.parameters()).device
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
-    logits = torch.empty(len(encoded), model.head.out_features)
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        batch = {k: v.to(device) for k, v in collate([encoded[i] for i in idx], pad_id).items()}
-        logits[idx] = model(**batch).float().cpu()
-    return _to_outputs(task, logits), logits.numpy()

@@ -30,22 +30,16 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save
 from torch import nn
 
 from ...config import ModelConfig
-from ...data.files import sha256_sums
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
-from ...model.gdes import plain_state_dict
-from ...model.storage import CHECKSUMS, VOCAB, canonical_safetensors, verify_checksums
-from ...safeio import write_file
 from ...model.transformer import Encoder
 from ...overrides import from_dict
-from ..classifier import FinetuneConfig
+from ..classifier import FinetuneConfig, load_encoder, model_config
+from ..saved import META, load_weights, write_model
 
-WEIGHTS, META = "model.safetensors", "finetune.json"
 NEG = -10000.0  # the official mask value (1000 there, on logits of the same scale)
 
 
@@ -103,14 +97,7 @@ def span_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, starts: torc
 def build_span_qa(pretrained: Electra, cfg: FinetuneConfig) -> SpanQA:
     """A :class:`SpanQA` holding a copy of ``pretrained``'s discriminator encoder (with
     ``from_scratch``, a fresh one of the same shape). Seed torch first: the head is random."""
-    mcfg = pretrained.config
-    if cfg.encoder_dropout is not None:
-        mcfg = dataclasses.replace(mcfg, dropout=cfg.encoder_dropout,
-                                   attention_dropout=cfg.encoder_dropout)
-    model = SpanQA(mcfg)
-    source = (Electra(pretrained.config) if cfg.from_scratch else pretrained).discriminator
-    model.encoder.load_state_dict(plain_state_dict(source.encoder))  # GDES residuals folded in
-    return model
+    return load_encoder(SpanQA(model_config(pretrained, cfg)), pretrained, cfg)
 
 
 # ------------------------------------------------------------------------------ on disk
@@ -130,19 +117,10 @@ class FinetunedQA:
 
 def save_qa(qa: FinetunedQA, path: str | Path, *, result: dict | None = None) -> Path:
     """Weights, configs, the no-answer threshold, the tokenizer and checksums in ``path``."""
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    write_file(path / WEIGHTS, canonical_safetensors(
-        save({k: v.contiguous() for k, v in qa.model.state_dict().items()})))
-    meta = {"task": qa.task, "kind": "span_qa", "na_prob_threshold": qa.na_prob_threshold,
-            "model": dataclasses.asdict(qa.model.config),
-            "finetune": dataclasses.asdict(qa.config), "squad": dataclasses.asdict(qa.squad),
-            "result": result}
-    write_file(path / META, json.dumps(meta, indent=2) + "\n")
-    qa.tokenizer.save(path)
-    sums = sha256_sums(path, [WEIGHTS, VOCAB])
-    write_file(path / CHECKSUMS, json.dumps({"sha256": sums}, indent=2) + "\n")
-    return path
+    return write_model(path, qa.model, qa.tokenizer, {
+        "task": qa.task, "kind": "span_qa", "na_prob_threshold": qa.na_prob_threshold,
+        "model": dataclasses.asdict(qa.model.config), "finetune": dataclasses.asdict(qa.config),
+        "squad": dataclasses.asdict(qa.squad), "result": result})
 
 
 def is_qa_model(path: str | Path) -> bool:
@@ -165,11 +143,6 @@ def load_qa(path: str | Path, *, device: str = "cpu") -> FinetunedQA:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"{path / META}: not a fine-tuned question answerer "
                          f"({type(e).__name__}: {e})") from None
-    verify_checksums(path, [WEIGHTS, VOCAB])
-    model = SpanQA(mcfg)
-    try:
-        model.load_state_dict(load_file(path / WEIGHTS))
-    except SafetensorError as e:
-        raise ValueError(f"{path / WEIGHTS}: damaged or truncated ({e})") from None
+    model = load_weights(path, SpanQA, mcfg)
     return FinetunedQA(model.to(device).eval(), WordPieceTokenizer.load(path), task, cfg, squad,
                        thresh)
