@@ -90,27 +90,21 @@ class FinetuneConfig:
     # on 1 thread than on 2 that wait on each other.
     num_threads: int = 0
 
-    def validate(self) -> "FinetuneConfig":
+    def validate(self) -> FinetuneConfig:
         """Refuse values no run can use (types: :func:`minielectra.overrides.check_types`)."""
-        for name in ("learning_rate", "batch_size", "eval_batch_size", "max_seq_len"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"finetune.{name} must be positive, got {getattr(self, name)}")
-        if not 0 < self.layerwise_decay <= 1:
-            raise ValueError(f"finetune.layerwise_decay must be in (0, 1], got "
-                             f"{self.layerwise_decay}")
-        if not 0 <= self.warmup_fraction < 1:
-            raise ValueError(f"finetune.warmup_fraction must be in [0, 1), got "
-                             f"{self.warmup_fraction}")
-        if self.shuffle_buffer < 0:
-            raise ValueError(f"finetune.shuffle_buffer must be >= 0 (0 = reshuffle each epoch), "
-                             f"got {self.shuffle_buffer}")
-        for name in ("head_dropout", "encoder_dropout"):
-            if getattr(self, name) is not None and not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"finetune.{name} must be in [0, 1), got {getattr(self, name)}")
-        if self.reinit_layers < 0:
-            raise ValueError(f"finetune.reinit_layers must be >= 0, got {self.reinit_layers}")
-        if self.epochs < 0:
-            raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
+        positive = ("positive", lambda x: x > 0)
+        dropout = ("in [0, 1)", lambda x: x is None or 0 <= x < 1)  # None: the checkpoint's
+        rules = {  # name -> (the range as the error says it, the test), checked in this order
+            "learning_rate": positive, "batch_size": positive, "eval_batch_size": positive,
+            "max_seq_len": positive, "layerwise_decay": ("in (0, 1]", lambda x: 0 < x <= 1),
+            "warmup_fraction": ("in [0, 1)", lambda x: 0 <= x < 1),
+            "shuffle_buffer": (">= 0 (0 = reshuffle each epoch)", lambda x: x >= 0),
+            "head_dropout": dropout, "encoder_dropout": dropout,
+            "reinit_layers": (">= 0", lambda x: x >= 0),
+            "epochs": (">= 0 (0 = the task's)", lambda x: x >= 0)}
+        for name, (allowed, ok) in rules.items():
+            if not ok(getattr(self, name)):
+                raise ValueError(f"finetune.{name} must be {allowed}, got {getattr(self, name)}")
         return self
 
 

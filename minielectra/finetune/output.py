@@ -2,10 +2,8 @@
 
 Fine-tuning takes minutes to hours; its output must not be lost to a second process, a full disk
 or Ctrl-C. :func:`finetune_output` gives the run a temporary folder beside ``DIR``
-(:func:`minielectra.ownership.exclusive_output`): ``DIR`` is checked (a folder or absent,
-writable, holding only what an earlier ``finetune`` wrote there, by its record) and locked before
-the first step, and replaced as a whole only once everything is written. Interrupted or failed,
-``DIR`` is as it was, and the message says so.
+(:func:`minielectra.ownership.exclusive_output`), replaced as a whole only once everything is
+written; interrupted or failed, ``DIR`` is as it was, and the message says so.
 """
 
 from __future__ import annotations

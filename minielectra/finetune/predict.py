@@ -1,11 +1,8 @@
-"""Fine-tuned models on disk, and scoring new sentences (or sentence pairs) with them.
+"""Scoring new sentences (or sentence pairs) with a fine-tuned model (:mod:`.saved`).
 
-A ``minielectra finetune --out DIR`` directory (:mod:`.saved`) holds everything needed to score
-new text. ``minielectra predict --model DIR TEXT ...`` (pairs two at a time; ``-``: standard
-input, one input a line; or ``--file F``: a CSV, TSV or JSONL file with a text column, or one
-input a line, :mod:`.owndata.inputs`) is :func:`run_predict`;
-text is encoded exactly as in fine-tuning (``[CLS] A [SEP] B [SEP]``, longest-first truncation
-to the run's ``max_seq_len``, or the windows of :mod:`.windows`).
+``minielectra predict --model DIR TEXT ...`` (pairs two at a time; ``-``: standard input; or
+``--file F``, :mod:`.owndata.inputs`) is :func:`run_predict`; text is encoded exactly as in
+fine-tuning (longest-first truncation to the run's ``max_seq_len``, or :mod:`.windows`).
 """
 
 from __future__ import annotations

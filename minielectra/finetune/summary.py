@@ -1,11 +1,5 @@
-"""What ``minielectra finetune`` says to a person when it ends (stdout keeps the JSON for scripts).
-
-Example::
-
-    finetune reviews.csv: dev accuracy 84.2 (seed 0; the last of 3 epochs kept, the paper's
-    protocol; 500 dev examples)
-    model: runs/reviews
-    next: minielectra predict --model runs/reviews --file reviews_dev.csv
+"""What ``minielectra finetune`` says to a person when it ends (stdout keeps the JSON for scripts):
+the dev score, where the model is, and the ``predict`` command to run next.
 """
 
 from __future__ import annotations

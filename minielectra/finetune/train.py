@@ -1,13 +1,10 @@
 """Fine-tuning the discriminator on one task, the way the ELECTRA paper measured GLUE.
 
-Paper section 3.1 and appendix Table 7. The model, its optimiser and loss are :mod:`.classifier`;
-this module is the loop around them: batch 32, length 128, 3 epochs (10 for RTE and STS-B), MRPC
-and STS-B doubled with the segments swapped, a fresh permutation each epoch (or the official
-stream, ``shuffle_buffer``). The paper reports the median dev score over 10 runs (``seeds``); we
-keep the median *run*, so its score, other metrics and saved model belong together.
-
-The command's entry point: :mod:`.run`; several GLUE tasks: :mod:`.glue.suite`.
-Axis letters: b batch, n sequence, c classes.
+Paper section 3.1 and appendix Table 7. The model, optimiser and loss are :mod:`.classifier`;
+this is the loop around them: batch 32, length 128, 3 epochs (10 for RTE and STS-B), MRPC and
+STS-B doubled with the segments swapped. The paper reports the median dev score of 10 runs
+(``seeds``); we keep the median *run*, so its score, metrics and saved model belong together.
+Entry points: :mod:`.run`, :mod:`.glue.suite`. Axis letters: b batch, n sequence, c classes.
 """
 
 from __future__ import annotations

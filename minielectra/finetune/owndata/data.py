@@ -1,29 +1,16 @@
 """Your own labelled data for ``minielectra finetune``: CSV, TSV or JSONL files, or a hub dataset.
 
 ``finetune --train FILE --dev FILE`` (or ``--task hf:<name>[:<config>]``) builds a
-:class:`UserTask`, a :class:`~.glue.Task` whose examples come from the files, so the GLUE recipe,
-metrics, seeds, JSON, saved model and ``predict`` all apply unchanged:
-
-- **Files**: the format is the extension (``.csv``, ``.tsv``, ``.jsonl``, each optionally
-  ``.gz``); CSV and TSV have a header line. Columns ``text``, optional ``text_pair`` and
-  ``label``, renamed with ``Columns`` (``--text-column`` and the like).
-- **Labels**: classes are the labels that occur in the training file, sorted (numerically when
-  they are all integers); a dev label that never occurs in training is an error. The task is
-  regression when ``regression=True`` (``--regression``) or when a label is a number with a
-  fraction (``0.5``, ``3.25``): integer labels (``0``/``1``, star ratings) are classes unless asked.
-  Regression targets are standardised by the training labels' mean and spread.
-- **Metrics**: accuracy (and F1 of the second class with two classes), or Pearson and Spearman
-  correlation for regression; the first is the score.
-
-Every problem with a file (missing column, a column named twice, empty file, an empty text or
-label, bad label, bytes that are not UTF-8) is a one-line ``ValueError`` naming the file, the line
-and the column. An empty text is refused rather than skipped: a row left out changes what is
-trained on and scored without a word, and the fix (fill it in, or remove it) is the user's.
+:class:`UserTask`, a :class:`~minielectra.finetune.task.Task` whose examples come from the files, so the GLUE
+recipe, metrics, seeds, saved model and ``predict`` apply unchanged. Formats, columns, labels
+and metrics: docs/guides/own-data.md. Regression targets are standardised by the training
+labels' mean and spread. Every problem with a file is a one-line ``ValueError`` naming the file,
+the line and the column; an empty text is refused rather than skipped (a row left out changes
+what is trained on and scored without a word).
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import errno
 import io
@@ -60,9 +47,14 @@ class UserTask(Task):
 # ------------------------------------------------------------------------------------- reading
 
 
-def _format(path: Path) -> str:
+def file_kind(path: Path) -> str:
+    """The extension that names the format, ``.gz`` looked through: ``.csv`` for a.csv.gz."""
     suffixes = [s.lower() for s in path.suffixes] or [""]
-    kind = suffixes[-2] if suffixes[-1] == ".gz" and len(suffixes) > 1 else suffixes[-1]
+    return suffixes[-2] if suffixes[-1] == ".gz" and len(suffixes) > 1 else suffixes[-1]
+
+
+def _format(path: Path) -> str:
+    kind = file_kind(path)
     if kind not in (".csv", ".tsv", ".jsonl"):
         raise ValueError(f"{path}: unknown format {kind or '(no extension)'!r}; name the file "
                          "*.csv, *.tsv or *.jsonl (optionally .gz)")
@@ -158,17 +150,14 @@ def _label_text(value: Any, where: str, column: str) -> str:
         raise ValueError(f"{where}, column {column!r}: the label is a JSON "
                          f"{type(value).__name__}, not a class name or a number")
     text = str(value).strip()
-    if _number(text) is None and _parses(text):  # nan, inf: neither a class nor a target
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):  # nan, inf: neither a class nor a target
         raise ValueError(f"{where}, column {column!r}: the label {text!r} is not a finite "
                          "number; fix or remove the row")
-    number = _number(text)
-    return str(int(number)) if number is not None and number.is_integer() else text
-
-
-def _parses(label: str) -> bool:
-    with contextlib.suppress(ValueError):
-        return float(label) is not None
-    return False
+    return str(int(number)) if number.is_integer() else text
 
 
 def _number(label: str) -> float | None:

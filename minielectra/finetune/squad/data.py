@@ -1,21 +1,12 @@
 """SQuAD 1.1 and 2.0 data: the official JSON, checked, as a flat list of questions.
 
-Rajpurkar et al. 2016 (SQuAD 1.1) and 2018 (SQuAD 2.0); the ELECTRA paper's second benchmark
-(section 3.1). Official code: google-research/electra ``finetune/qa/qa_tasks.py``.
-
-Where the data comes from:
-
-- a file in the official format (``.json`` or ``.json.gz``): ``{"version", "data": [article]}``,
-  an article ``{"title", "paragraphs": [{"context", "qas": [{"id", "question", "answers":
-  [{"text", "answer_start"}], "is_impossible"}]}]}`` (``is_impossible``: 2.0 only);
-- a data directory: ``squad/dev-v1.1.json(.gz)`` and ``squad/dev-v2.0.json(.gz)``;
-- the hub datasets ``rajpurkar/squad`` and ``rajpurkar/squad_v2`` (through ``datasets``), turned
-  back into the official nesting so that one reader and one scorer serve all three.
-
-Bad input gets one line naming the file and the key: not SQuAD JSON, an empty context, a question
-id seen twice. An ``answer_start`` whose text is not at that place in the context is counted,
-warned about once, and the question is left out of *training* (its gold texts still score, as in
-the official scripts, which read only the texts).
+Rajpurkar et al. 2016 and 2018; official code: google-research/electra ``finetune/qa/qa_tasks.py``.
+A file in the official format (``.json`` or ``.json.gz``), a data directory
+(``squad/dev-v1.1.json``, ``squad/dev-v2.0.json``) or the hub (``rajpurkar/squad``,
+``rajpurkar/squad_v2``, nested back into the official format): one reader and one scorer serve
+all three. Bad input is one line naming the file and the key; an ``answer_start`` that does not
+point at its text is warned about once and its question left out of *training* only (the
+official scripts score the gold texts alone).
 """
 
 from __future__ import annotations
@@ -56,10 +47,6 @@ class SquadSet:
     examples: list[QAExample]
     source: str
     bad_starts: int = 0  # answers whose answer_start does not point at their text
-
-    @property
-    def version(self) -> str:
-        return str(self.dataset.get("version", ""))
 
     @property
     def is_v2(self) -> bool:

@@ -1,21 +1,12 @@
 """The span head for extractive question answering, its loss, and the saved model.
 
-ELECTRA paper section 3.1 (SQuAD), official code: google-research/electra
-``finetune/qa/qa_tasks.py`` (``get_prediction_module``). The head is one linear layer from each
-final discriminator vector to two logits, "the answer starts here" and "the answer ends here";
-each is a softmax over the positions of one window, trained by cross-entropy against the gold
-positions, the two losses averaged.
-
-**No answer (SQuAD 2.0): BERT's null score at ``[CLS]``.** An unanswerable window is labelled
-start = end = 0, so ``start[0] + end[0]`` scores "no answer", and at prediction the question gets
-``"" `` when that null score beats the best span by more than a threshold chosen on the dev set.
-The official ELECTRA code goes further, and we deliberately do not: its end logits are
-conditioned on the start (a 512-unit layer over ``[start vector; end vector]``, beam search at
-prediction) and an *answerability classifier* on ``[CLS]`` plus the start-weighted vector, trained
-with weight 0.5. The simpler head is the one transformers' ``ElectraForQuestionAnswering`` has.
-
-Positions outside the passage (question, padding) get a large negative logit, as officially;
-``[CLS]`` stays open so that "no answer" can be learnt and scored.
+ELECTRA paper section 3.1, official code: google-research/electra ``finetune/qa/qa_tasks.py``.
+One linear layer gives each position a start and an end logit; each is a softmax over the window,
+trained by cross-entropy, the two averaged. Positions outside the passage get a large negative
+logit, as officially; ``[CLS]`` stays open: an unanswerable window points there (BERT's null
+score for 2.0). We deliberately keep this simpler head (transformers'
+``ElectraForQuestionAnswering``), not the official one's start-conditioned end logits, beam search
+and answerability classifier (tutorial chapter 7).
 
 Axis letters: b batch, n sequence, d width.
 """
