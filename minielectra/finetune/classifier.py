@@ -29,8 +29,6 @@ from ..model.transformer import Encoder
 from ..training.optim import AdamWeightDecay, lr_at
 from .task import Example, Task
 
-# ------------------------------------------------------------------------------------ config
-
 
 @dataclass
 class FinetuneConfig:
@@ -55,20 +53,17 @@ class FinetuneConfig:
     # pre-training used); None keeps the checkpoint's own values.
     encoder_dropout: float | None = 0.1
     double_unordered: bool = True  # official name: MRPC and STS-B doubled with A, B swapped
-    # 0: a fresh permutation of the training set every epoch. N > 0: the official input pipeline
-    # (finetune/preprocessing.py): the set shuffled once, padded with loss-free dummies to a
-    # multiple of the batch, repeated, and drawn through an N-example shuffle buffer (the
-    # official N is 100), so epochs overlap and an example may be seen twice in a row.
+    # 0: a fresh permutation every epoch. N > 0: the official input pipeline (preprocessing.py,
+    # N = 100; .train.batch_order), so epochs overlap and an example may come twice in a row.
     shuffle_buffer: int = 0
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_eps: float = 1e-6
     bias_correction: bool = False  # the official AdamWeightDecayOptimizer has none
     grad_clip: float = 1.0  # global norm; 0 disables
-    # "sum": the official run_finetuning.py minimises tf.reduce_sum of the per-example losses,
-    # so its gradients are batch-size (32x) larger than a mean's. Adam hardly notices the scale,
-    # but the global-norm clip at 1.0 then bites on almost every step and eps 1e-6 weighs 32x
-    # less. "mean" is the PyTorch/transformers habit. Logged losses are per example either way.
+    # "sum": the official run_finetuning.py minimises tf.reduce_sum of the per-example losses:
+    # Adam hardly notices the 32x scale, but the clip at 1.0 then bites on almost every step and
+    # eps weighs 32x less. "mean": the PyTorch habit. Logged losses are per example either way.
     loss_reduction: typing.Literal["sum", "mean"] = "sum"
     # Re-initialise the encoder at random (same shape and tokenizer): the no-pre-training baseline.
     from_scratch: bool = False
@@ -78,16 +73,14 @@ class FinetuneConfig:
     # A text longer than max_seq_len: "truncate" cuts it (the paper); "windows" reads a single
     # text whole in half-overlapping windows, averaging their logits (see .windows).
     long_text: typing.Literal["truncate", "windows"] = "truncate"
-    # The model a run keeps: "last", after the last epoch (the paper), or "best", the epoch that
-    # scores best on 10% of the training set held out for the choice (.train.hold_out): the dev
-    # set is reported, so it never chooses (every epoch is scored on it for the record).
+    # The model a run keeps: "last" (the paper), or "best", the best epoch on 10% of the training
+    # set held out for the choice (.train.hold_out): the dev set is reported, so it never chooses.
     keep_epoch: typing.Literal["last", "best"] = "last"
     device: str = "auto"
     # torch.compile the training forward: True, False, or None: on a CPU when the run repays
     # the compiling (training.compiling's measured rule; what `minielectra finetune` passes).
     compile: bool | None = False
-    # CPU threads for this run (0: torch's default). Tiny models on a busy machine run faster
-    # on 1 thread than on 2 that wait on each other.
+    # CPU threads (0: torch's default); a tiny model on a busy machine is faster on 1 than on 2.
     num_threads: int = 0
 
     def validate(self) -> FinetuneConfig:
@@ -114,9 +107,6 @@ def finetune_config(overrides: Iterable[str] = ()) -> FinetuneConfig:
     cfg = FinetuneConfig()
     apply_overrides({"finetune": cfg}, overrides)
     return cfg.validate()
-
-
-# ------------------------------------------------------------------------------------- model
 
 
 class SequenceClassifier(nn.Module):
@@ -170,11 +160,9 @@ def device_of(name: str) -> torch.device:
 
 
 def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> list[dict]:
-    """Optimizer groups, one per (depth, decay) pair, each with its own peak ``lr``.
-
-    Depth 0 is the embeddings and their projection, depth ``i + 1`` encoder layer ``i``, and the
-    head sits at the top. No weight decay on biases and LayerNorm (1-d tensors), as officially.
-    """
+    """Optimizer groups, one per (depth, decay) pair, each with its own peak ``lr``: depth 0 is
+    the embeddings and their projection, ``i + 1`` encoder layer ``i``, the head on top. No weight
+    decay on biases and LayerNorm (1-d tensors), as officially."""
     num_layers = len(model.encoder.layers)
     top = num_layers + (2 if cfg.layerwise_decay_official else 1)
     depth_of = [(model.encoder.embeddings, 0), (model.encoder.embed_proj, 0)]

@@ -18,14 +18,11 @@ from ..ownership import Layout, exclusive_output
 from ..safeio import read_json
 
 
-def _is_result(folder: Path) -> bool:
-    return "task" in read_json(folder / "result.json")
-
-
 # A model folder (classification or SQuAD), its result, and with --seeds N --keep-all seed-N/.
 FINETUNED = Layout("finetune", ("model.safetensors", "finetune.json", "vocab.txt",
                                 "tokenizer_config.json", "checksums.json", "result.json",
-                                "predictions.json", "na_probs.json", "seed-*"), _is_result)
+                                "predictions.json", "na_probs.json", "seed-*"),
+                  lambda folder: "task" in read_json(folder / "result.json"))
 
 
 def checkpoint_path(checkpoint) -> Path | None:

@@ -64,15 +64,11 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
              progress: bool = True, save_model: bool = True, keep_all_models: bool = False,
              train: str | Path | None = None, dev: str | Path | None = None,
              columns: Columns = Columns(), regression: bool | None = None) -> dict[str, Any]:
-    """Fine-tune ``checkpoint`` on one task ``seeds`` times (seeds ``seed``, ``seed + 1``, ...)
-    and score each run on the dev set; the median run is the result (the paper's protocol).
-
-    ``checkpoint``: an :class:`Electra` in memory or anything :func:`resolve_pretrained` takes.
-    The task: a GLUE name, ``"hf:<name>[:<config>]"``, or your own ``train`` and ``dev`` files
-    (CSV, TSV or JSONL; ``columns`` and ``regression``: :mod:`.owndata`). With ``out``:
-    ``result.json`` and the median run's fine-tuned model (``keep_all_models`` also keeps every
-    run's, in ``seed-N/``).
-    """
+    """Fine-tune ``checkpoint`` (an :class:`Electra` in memory or anything
+    :func:`.train.resolve_pretrained` takes) on one task (:func:`resolve_task`) ``seeds`` times,
+    seeds ``seed``, ``seed + 1``, ...; the median run on the dev set is the result (the paper's
+    protocol). With ``out``: ``result.json`` and the median run's model (``keep_all_models``:
+    every run's too, in ``seed-N/``)."""
     check_counts(seeds, max_train_examples)
     # an output that is, holds or lies in what the run reads would replace or mix with it
     refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint), "--train": train,

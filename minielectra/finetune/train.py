@@ -115,14 +115,11 @@ def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
 def batch_order(n: int, batch_size: int, epochs: int, gen: torch.Generator, *,
                 shuffle_buffer: int = 0) -> list[torch.Tensor]:
     """The training examples of every step: ``ceil(n / batch_size) * epochs`` index tensors.
-
-    ``shuffle_buffer=0``: each epoch a fresh permutation split into batches, the last one smaller.
-    ``shuffle_buffer=N``: the official stream. The set is shuffled once and padded with dummy
-    slots to a multiple of the batch (their loss is zero there, so we simply drop them: a batch
-    may come out smaller, or, for a set much smaller than a batch, empty), repeated without end
-    and read through a ``tf.data`` shuffle buffer: hold ``N`` elements, emit a uniformly chosen
-    one, put the next input element in its place.
-    """
+    ``shuffle_buffer=0``: each epoch a fresh permutation split into batches, the last smaller.
+    ``N``: the official stream, shuffled once, padded with dummy slots to a multiple of the batch
+    (their loss is zero there, so we drop them: a batch may come out smaller, even empty),
+    repeated, and read through a ``tf.data`` shuffle buffer of ``N`` (emit a uniformly chosen
+    element, put the next input element in its place)."""
     steps = math.ceil(n / batch_size)
     if shuffle_buffer == 0:
         return [idx for _ in range(epochs)
@@ -248,9 +245,8 @@ def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneCon
 
 
 def median_run(runs: Sequence[dict]) -> int:
-    """Index of the run with the median score; with an even number of runs, the lower of the
-    two middle ones. A real run, so that the score, its other metrics (MRPC's F1, STS-B's
-    Pearson) and the saved model all belong together; ties go to the earlier seed."""
+    """Index of the run with the median score (with an even number, the lower of the middle two;
+    ties go to the earlier seed): a real run, whose metrics and saved model belong together."""
     order = sorted(range(len(runs)), key=lambda i: (runs[i]["score"], i))
     return order[(len(runs) - 1) // 2]
 

@@ -131,9 +131,6 @@ def predict_texts(model, task: Task, enc: Encoded, *, pad_id: int,
     return outputs.numpy(), pooled.numpy()
 
 
-# ------------------------------------------------------------------------- pre-training length
-
-
 def pretrained_length(checkpoint_dir: str | Path | None) -> int | None:
     """The sequence length a minielectra checkpoint was pre-trained at (its run_config.json),
     or None when it does not say (a transformers directory, a model in memory)."""

@@ -18,8 +18,6 @@ from pathlib import Path
 from ...data.hub import hub_unreachable
 from ..task import Example, Task, read_text, subset
 
-# --------------------------------------------------------------------------------------- tasks
-
 
 _BINARY = ("0", "1")
 _NLI = ("entailment", "not_entailment")
@@ -58,9 +56,6 @@ def get_task(name: str) -> Task:
     if key not in TASKS:
         raise KeyError(f"unknown GLUE task {name!r}; valid: {sorted(TASKS)}")
     return TASKS[key]
-
-
-# ---------------------------------------------------------------------------------------- data
 
 
 class GlueDataError(FileNotFoundError):

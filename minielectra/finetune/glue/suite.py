@@ -28,13 +28,10 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
              data_dir: str | Path | None = None, max_train_examples: int | None = None,
              progress: bool = True, save_models: bool = False, skip_missing: bool = True,
              name: str | None = None) -> dict[str, Any]:
-    """Fine-tune on several tasks (default: the 8 of the GLUE score) and tabulate them.
-
-    A task whose data is absent is skipped and listed (``skip_missing``), so an offline data dir
-    without MNLI/QQP still yields the other columns; the GLUE average is then marked partial.
-    With ``out``: ``glue.json``, ``glue.md`` and one folder per task, holding its
-    ``result.json`` and, with ``save_models``, the median run's model (``predict --model``).
-    """
+    """Fine-tune on several tasks (default: the 8 of the GLUE score) and tabulate them. A task
+    whose data is absent is skipped and listed (``skip_missing``), so an offline data dir without
+    MNLI/QQP still yields the other columns (a partial average). With ``out``: ``glue.json``,
+    ``glue.md`` and a folder per task: its ``result.json`` (and, ``save_models``, its model)."""
     if save_models and out is None:
         raise ValueError("save_models needs out: the folder the fine-tuned models go to")
     check_counts(seeds, max_train_examples)

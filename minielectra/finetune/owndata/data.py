@@ -1,12 +1,12 @@
 """Your own labelled data for ``minielectra finetune``: CSV, TSV or JSONL files, or a hub dataset.
 
 ``finetune --train FILE --dev FILE`` (or ``--task hf:<name>[:<config>]``) builds a
-:class:`UserTask`, a :class:`~minielectra.finetune.task.Task` whose examples come from the files, so the GLUE
-recipe, metrics, seeds, saved model and ``predict`` apply unchanged. Formats, columns, labels
-and metrics: docs/guides/own-data.md. Regression targets are standardised by the training
-labels' mean and spread. Every problem with a file is a one-line ``ValueError`` naming the file,
-the line and the column; an empty text is refused rather than skipped (a row left out changes
-what is trained on and scored without a word).
+:class:`UserTask`, a :class:`~minielectra.finetune.task.Task` whose examples come from the
+files, so the GLUE recipe, metrics, seeds, saved model and ``predict`` apply unchanged. Formats,
+columns, labels and metrics: docs/guides/own-data.md. Regression targets are standardised by the
+training labels' mean and spread. Every problem with a file is a one-line ``ValueError`` naming
+the file, the line and the column; an empty text is refused rather than skipped (a row left out
+changes what is trained on and scored without a word).
 """
 
 from __future__ import annotations
@@ -53,14 +53,6 @@ def file_kind(path: Path) -> str:
     return suffixes[-2] if suffixes[-1] == ".gz" and len(suffixes) > 1 else suffixes[-1]
 
 
-def _format(path: Path) -> str:
-    kind = file_kind(path)
-    if kind not in (".csv", ".tsv", ".jsonl"):
-        raise ValueError(f"{path}: unknown format {kind or '(no extension)'!r}; name the file "
-                         "*.csv, *.tsv or *.jsonl (optionally .gz)")
-    return kind
-
-
 def read_rows(path: str | Path) -> list[Row]:
     """The data rows of a CSV/TSV (with a header) or JSONL file, each with where it is."""
     path = Path(path)
@@ -69,7 +61,11 @@ def read_rows(path: str | Path) -> list[Row]:
                                 "(.csv, .tsv or .jsonl)", str(path))
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    kind, text = _format(path), read_text(path)
+    kind = file_kind(path)
+    if kind not in (".csv", ".tsv", ".jsonl"):
+        raise ValueError(f"{path}: unknown format {kind or '(no extension)'!r}; name the file "
+                         "*.csv, *.tsv or *.jsonl (optionally .gz)")
+    text = read_text(path)
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")
     rows = _jsonl_rows(path, text) if kind == ".jsonl" else _table_rows(path, text, kind)

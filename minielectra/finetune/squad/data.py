@@ -150,13 +150,9 @@ def load_file(path: str | Path) -> SquadSet:
 def data_dir_file(task: str, data_dir: str | Path | None = None) -> Path | None:
     """``squad/dev-v1.1.json`` (or ``.json.gz``) in the data directory, if there."""
     root = find_data_dir(data_dir)
-    if root is None:
-        return None
-    for suffix in ("", ".gz"):
-        p = Path(root) / "squad" / (DEV_FILES[task] + suffix)
-        if p.is_file():
-            return p
-    return None
+    found = [] if root is None else [Path(root) / "squad" / (DEV_FILES[task] + suffix)
+                                     for suffix in ("", ".gz")]
+    return next((p for p in found if p.is_file()), None)
 
 
 def from_hub(task: str, split: str) -> SquadSet:

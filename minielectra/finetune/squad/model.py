@@ -91,9 +91,6 @@ def build_span_qa(pretrained: Electra, cfg: FinetuneConfig) -> SpanQA:
     return load_encoder(SpanQA(model_config(pretrained, cfg)), pretrained, cfg)
 
 
-# ------------------------------------------------------------------------------ on disk
-
-
 @dataclass
 class FinetunedQA:
     """A fine-tuned question answerer: what ``predict`` needs."""

@@ -53,10 +53,7 @@ def window_candidates(start_logits: np.ndarray, end_logits: np.ndarray, window: 
 def question_spans(example: QAExample, windows: list[tuple[int, Window]], logits, *,
                    n_best: int = 20, max_answer_len: int = 30) -> tuple[list[Span], float]:
     """The n-best distinct answers of one question, best first, and its null score.
-
-    ``windows``: ``(index, window)`` pairs of this question; ``logits[index]``: its
-    ``(start (n,), end (n,))`` logits.
-    """
+    ``windows``: its ``(index, window)`` pairs; ``logits[index]``: ``(start (n,), end (n,))``."""
     spans, null = [], math.inf
     for index, win in windows:
         start, end = logits[index]

@@ -147,11 +147,8 @@ def finetune_squad(checkpoint, task: str = "squad", *, out=None, seed: int = 0,
                    overrides: Sequence[str] = (), train=None, dev=None, data_dir=None,
                    max_train_examples: int | None = None, progress: bool = True,
                    save_model: bool = True) -> dict[str, Any]:
-    """Fine-tune ``checkpoint`` on SQuAD (``task``: squad or squad_v2), score the dev set.
-
-    With ``out``: ``result.json``, ``predictions.json`` (and for 2.0 ``na_probs.json``), in the
-    official formats, and the model (for ``minielectra predict``).
-    """
+    """Fine-tune ``checkpoint`` on SQuAD (``task``: squad or squad_v2), score the dev set. With
+    ``out``: ``result.json``, ``predictions.json`` (2.0: ``na_probs.json``) and the model."""
     if task not in TASKS:
         raise ValueError(f"unknown question-answering task {task!r}: {' or '.join(TASKS)}")
     pretrained, source = open_checkpoint(checkpoint)
