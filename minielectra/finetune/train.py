@@ -41,8 +41,6 @@ from .task import Task, subset, swap_segments
 from .windows import (Encoded, encode_texts, predict_texts, warn_long,
                       warn_untrained_positions)
 
-# ------------------------------------------------------------------------------------- data
-
 
 @dataclass
 class TaskData:
@@ -107,9 +105,6 @@ def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
         data.choice, data.choice_labels, data.choice_owner = (ch.rows, [e.label for e in choice],
                                                               ch.owner)
     return data
-
-
-# ------------------------------------------------------------------------- train and evaluate
 
 
 def batch_order(n: int, batch_size: int, epochs: int, gen: torch.Generator, *,
@@ -188,9 +183,6 @@ def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: Finetun
     outputs, _ = predict_texts(model, task, encoded, pad_id=pad_id,
                                batch_size=cfg.eval_batch_size)
     return metrics.compute_metrics(task, outputs, np.asarray(labels))
-
-
-# ------------------------------------------------------------------------ the library entry points
 
 
 def resolve_pretrained(checkpoint: str | Path) -> Path:

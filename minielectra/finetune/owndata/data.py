@@ -44,9 +44,6 @@ class UserTask(Task):
     dev_examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
 
 
-# ------------------------------------------------------------------------------------- reading
-
-
 def file_kind(path: Path) -> str:
     """The extension that names the format, ``.gz`` looked through: ``.csv`` for a.csv.gz."""
     suffixes = [s.lower() for s in path.suffixes] or [""]
@@ -133,9 +130,6 @@ def _jsonl_rows(path: Path, text: str) -> list[Row]:
     return rows
 
 
-# ------------------------------------------------------------------------------------- labels
-
-
 def _label_text(value: Any, where: str, column: str) -> str:
     """A label as the text that names its class: ``1``, ``1.0`` and ``"1"`` are one class."""
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -187,9 +181,6 @@ def _class_names(labels: Iterable[str]) -> tuple[str, ...]:
     if all(_number(x) is not None and _number(x).is_integer() for x in names):
         return tuple(sorted(names, key=lambda x: float(x)))
     return tuple(sorted(names))
-
-
-# ------------------------------------------------------------------------------------- the task
 
 
 def _field(row: Row, column: str, role: str, flag: str) -> Any:
@@ -271,8 +262,6 @@ def task_from_files(train: str | Path, dev: str | Path, *, columns: Columns = Co
     return build_task(Path(train).name, train_rows, dev_rows, columns=columns,
                       regression=regression, train_source=str(train))
 
-
-# ------------------------------------------------------------------------------------- the hub
 
 HUB_DEV_SPLITS = ("validation", "dev", "valid", "test")
 

@@ -74,14 +74,6 @@ def _read_any(path: str | Path):
         raise ValueError(f"{path}: not JSON ({type(e).__name__}: {e})") from None
 
 
-def read_json(path: str | Path) -> dict:
-    """A SQuAD ``.json`` or ``.json.gz`` file as a dict; anything else is one clear error."""
-    data = _read_any(path)
-    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-        raise ValueError(f"{path}: not SQuAD JSON (no top-level 'data' list of articles)")
-    return data
-
-
 def read_json_object(path: str | Path, what: str) -> dict:
     """A predictions or no-answer file: one JSON object ``{question id: value}``."""
     data = _read_any(path)
@@ -144,7 +136,11 @@ def trainable(examples: list[QAExample]) -> list[QAExample]:
 
 
 def load_file(path: str | Path) -> SquadSet:
-    return parse(read_json(path), source=str(path))
+    """A SQuAD ``.json`` or ``.json.gz`` file, checked; anything else is one clear error."""
+    data = _read_any(path)
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ValueError(f"{path}: not SQuAD JSON (no top-level 'data' list of articles)")
+    return parse(data, source=str(path))
 
 
 def data_dir_file(task: str, data_dir: str | Path | None = None) -> Path | None:
