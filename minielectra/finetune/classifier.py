@@ -102,8 +102,7 @@ class FinetuneConfig:
 
 
 def finetune_config(overrides: Iterable[str] = ()) -> FinetuneConfig:
-    """The recipe with ``finetune.KEY=VALUE`` overrides applied (:mod:`minielectra.overrides`),
-    its ranges checked."""
+    """The recipe with ``finetune.KEY=VALUE`` overrides applied, its ranges checked."""
     cfg = FinetuneConfig()
     apply_overrides({"finetune": cfg}, overrides)
     return cfg.validate()
@@ -228,9 +227,8 @@ def collate(encoded: Sequence[tuple[list, list]], pad_id: int) -> dict[str, torc
 
 def task_loss(task: Task, logits: torch.Tensor, labels: torch.Tensor, *,
               reduction: str = "sum") -> torch.Tensor:
-    """Per-example losses, summed (official) or averaged over the batch: cross-entropy, or for
-    regression the squared error against the scaled label (STS-B: ``label / 5``, official: the
-    score scaled to [0, 1]; see ``Task.label_scale``)."""
+    """Per-example losses, summed (official) or averaged: cross-entropy, or for regression the
+    squared error against the scaled label (``Task.label_scale``; STS-B: ``label / 5``)."""
     if task.is_regression:
         target = (labels.float() - task.label_shift) / task.label_scale
         losses = (logits.squeeze(-1).float() - target) ** 2  # (b,)

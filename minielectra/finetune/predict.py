@@ -80,9 +80,8 @@ def run_predict(model: str | Path, pairs: Sequence[str | Pair] = (), *,
                 texts: Sequence[str] = (), file: str | Path | None = None,
                 text_column: str | None = None, text_pair_column: str | None = None,
                 long_text: str | None = None) -> dict[str, Any]:
-    """``minielectra predict``: each input (``pairs``; ``texts`` as the command line gives them,
-    :func:`group_texts`; or those of ``file``: :func:`.owndata.inputs.read_inputs`) with its
-    prediction, as JSON-ready dicts."""
+    """``minielectra predict``: each input (``pairs``, ``texts`` as the command line gives them,
+    or those of ``file``: :func:`.owndata.inputs.read_inputs`) with its prediction, as JSON."""
     ft = load_finetuned(model)
     if texts:
         pairs = group_texts(texts, ft.task)

@@ -36,8 +36,7 @@ def _score_line(result: dict[str, Any]) -> str:
 def finetune_summary(result: dict[str, Any], out: str | Path | None, *,
                      inputs: str | Path | None = None) -> str:
     """Three lines: the dev score rounded, where the model is, and the command to run next
-    (``predict --file inputs`` when a file of inputs is at hand, e.g. the dev file; a SQuAD
-    model answers QUESTION PASSAGE)."""
+    (``predict --file inputs`` when a file of inputs is at hand, e.g. the dev file)."""
     lines = [_score_line(result)]
     if out is None:
         lines.append("model: not saved (give --out DIR to keep it for predict)")

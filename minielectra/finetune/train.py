@@ -307,9 +307,8 @@ def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *
 
 def choose_compile(cfg: FinetuneConfig, task: Task, data: TaskData, model_cfg,
                    *, progress: bool) -> FinetuneConfig:
-    """``finetune.compile=None``: decided on a CPU by the measured rule (one seed's steps at the
-    examples' mean length; :mod:`minielectra.training.compiling`), said in one line; off on a
-    GPU (not measured there)."""
+    """``finetune.compile=None``: on a CPU, the measured rule of
+    :mod:`minielectra.training.compiling` decides, said in one line; off on a GPU (not measured)."""
     if cfg.compile is not None:
         return cfg
     if device_of(cfg.device).type != "cpu" or not data.train:
