@@ -1,24 +1,11 @@
 """The fine-tuning model: a classifier on the discriminator, its optimiser groups, its loss.
 
 Paper section 3.1 and appendix Table 7; official code: google-research/electra
-``configure_finetuning.py``, ``finetune/classification/classification_tasks.py``,
-``model/optimization.py``. See ``tutorial/appendix_official_recipe.md`` section A.4. The recipe:
-
-- **Head**: the final ``[CLS]`` vector -> dropout 0.1 -> one linear layer (Glorot init). No pooler
-  and no extra dense layer (transformers' ``ElectraForSequenceClassification`` has one; we don't).
-- **Optimiser**: the official Adam (:class:`~minielectra.training.optim.AdamWeightDecay`: no bias
-  correction, eps 1e-6) with decoupled weight decay 0 (the paper; the code's default is 0.01),
-  global-norm clipping 1.0; lr 3e-4 for Small, warmup over 10% of the steps, then linear decay.
-- **Layer-wise lr decay 0.8**: a parameter at depth ``k`` (embeddings 0, layer ``i`` at ``i+1``,
-  head on top) gets ``lr * 0.8^(top - k)``. The official code puts the head one step too high, so
-  its top layer gets ``lr * 0.8^2`` (google-research/electra#51); ``layerwise_decay_official=True``
-  reproduces that.
-- **Loss**: cross-entropy (STS-B: squared error on ``label / 5``), *summed* over the batch as
-  ``run_finetuning.py`` does (``tf.reduce_sum``); ``loss_reduction="mean"`` averages instead.
-
-The data, the training loop and the paper's protocol (median of seeds): :mod:`.finetune`; saving
-and reloading: :mod:`.saved`;
-scoring new text: :mod:`.predict`; the GLUE table and average: :mod:`.metrics`.
+``configure_finetuning.py``, ``finetune/classification/``, ``model/optimization.py``; the recipe
+is listed in ``tutorial/appendix_official_recipe.md`` section A.4 and, option by option, in
+:class:`FinetuneConfig`. The head is the final ``[CLS]`` vector -> dropout -> one linear layer
+(Glorot init): no pooler and no extra dense layer, unlike transformers'
+``ElectraForSequenceClassification``. The loop and the paper's protocol: :mod:`.train`.
 
 Axis letters: b batch, n sequence, d width, c classes.
 """
@@ -30,7 +17,6 @@ import typing
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -40,10 +26,8 @@ from ..overrides import apply_overrides
 from ..model.electra import Electra
 from ..model.gdes import plain_state_dict
 from ..model.transformer import Encoder
-from ..training.optim import lr_at
+from ..training.optim import AdamWeightDecay, lr_at
 from .task import Example, Task
-
-# ------------------------------------------------------------------------------------ config
 
 
 @dataclass
@@ -69,20 +53,17 @@ class FinetuneConfig:
     # pre-training used); None keeps the checkpoint's own values.
     encoder_dropout: float | None = 0.1
     double_unordered: bool = True  # official name: MRPC and STS-B doubled with A, B swapped
-    # 0: a fresh permutation of the training set every epoch. N > 0: the official input pipeline
-    # (finetune/preprocessing.py): the set shuffled once, padded with loss-free dummies to a
-    # multiple of the batch, repeated, and drawn through an N-example shuffle buffer (the
-    # official N is 100), so epochs overlap and an example may be seen twice in a row.
+    # 0: a fresh permutation every epoch. N > 0: the official input pipeline (preprocessing.py,
+    # N = 100; .train.batch_order), so epochs overlap and an example may come twice in a row.
     shuffle_buffer: int = 0
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_eps: float = 1e-6
     bias_correction: bool = False  # the official AdamWeightDecayOptimizer has none
     grad_clip: float = 1.0  # global norm; 0 disables
-    # "sum": the official run_finetuning.py minimises tf.reduce_sum of the per-example losses,
-    # so its gradients are batch-size (32x) larger than a mean's. Adam hardly notices the scale,
-    # but the global-norm clip at 1.0 then bites on almost every step and eps 1e-6 weighs 32x
-    # less. "mean" is the PyTorch/transformers habit. Logged losses are per example either way.
+    # "sum": the official run_finetuning.py minimises tf.reduce_sum of the per-example losses:
+    # Adam hardly notices the 32x scale, but the clip at 1.0 then bites on almost every step and
+    # eps weighs 32x less. "mean": the PyTorch habit. Logged losses are per example either way.
     loss_reduction: typing.Literal["sum", "mean"] = "sum"
     # Re-initialise the encoder at random (same shape and tokenizer): the no-pre-training baseline.
     from_scratch: bool = False
@@ -92,51 +73,39 @@ class FinetuneConfig:
     # A text longer than max_seq_len: "truncate" cuts it (the paper); "windows" reads a single
     # text whole in half-overlapping windows, averaging their logits (see .windows).
     long_text: typing.Literal["truncate", "windows"] = "truncate"
-    # The model a run keeps: "last", after the last epoch (the paper), or "best", the epoch that
-    # scores best on 10% of the training set held out for the choice (.train.hold_out): the dev
-    # set is reported, so it never chooses (every epoch is scored on it for the record).
+    # The model a run keeps: "last" (the paper), or "best", the best epoch on 10% of the training
+    # set held out for the choice (.train.hold_out): the dev set is reported, so it never chooses.
     keep_epoch: typing.Literal["last", "best"] = "last"
     device: str = "auto"
     # torch.compile the training forward: True, False, or None: on a CPU when the run repays
     # the compiling (training.compiling's measured rule; what `minielectra finetune` passes).
     compile: bool | None = False
-    # CPU threads for this run (0: torch's default). Tiny models on a busy machine run faster
-    # on 1 thread than on 2 that wait on each other.
+    # CPU threads (0: torch's default); a tiny model on a busy machine is faster on 1 than on 2.
     num_threads: int = 0
 
-    def validate(self) -> "FinetuneConfig":
+    def validate(self) -> FinetuneConfig:
         """Refuse values no run can use (types: :func:`minielectra.overrides.check_types`)."""
-        for name in ("learning_rate", "batch_size", "eval_batch_size", "max_seq_len"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"finetune.{name} must be positive, got {getattr(self, name)}")
-        if not 0 < self.layerwise_decay <= 1:
-            raise ValueError(f"finetune.layerwise_decay must be in (0, 1], got "
-                             f"{self.layerwise_decay}")
-        if not 0 <= self.warmup_fraction < 1:
-            raise ValueError(f"finetune.warmup_fraction must be in [0, 1), got "
-                             f"{self.warmup_fraction}")
-        if self.shuffle_buffer < 0:
-            raise ValueError(f"finetune.shuffle_buffer must be >= 0 (0 = reshuffle each epoch), "
-                             f"got {self.shuffle_buffer}")
-        for name in ("head_dropout", "encoder_dropout"):
-            if getattr(self, name) is not None and not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"finetune.{name} must be in [0, 1), got {getattr(self, name)}")
-        if self.reinit_layers < 0:
-            raise ValueError(f"finetune.reinit_layers must be >= 0, got {self.reinit_layers}")
-        if self.epochs < 0:
-            raise ValueError(f"finetune.epochs must be >= 0 (0 = the task's), got {self.epochs}")
+        positive = ("positive", lambda x: x > 0)
+        dropout = ("in [0, 1)", lambda x: x is None or 0 <= x < 1)  # None: the checkpoint's
+        rules = {  # name -> (the range as the error says it, the test), checked in this order
+            "learning_rate": positive, "batch_size": positive, "eval_batch_size": positive,
+            "max_seq_len": positive, "layerwise_decay": ("in (0, 1]", lambda x: 0 < x <= 1),
+            "warmup_fraction": ("in [0, 1)", lambda x: 0 <= x < 1),
+            "shuffle_buffer": (">= 0 (0 = reshuffle each epoch)", lambda x: x >= 0),
+            "head_dropout": dropout, "encoder_dropout": dropout,
+            "reinit_layers": (">= 0", lambda x: x >= 0),
+            "epochs": (">= 0 (0 = the task's)", lambda x: x >= 0)}
+        for name, (allowed, ok) in rules.items():
+            if not ok(getattr(self, name)):
+                raise ValueError(f"finetune.{name} must be {allowed}, got {getattr(self, name)}")
         return self
 
 
 def finetune_config(overrides: Iterable[str] = ()) -> FinetuneConfig:
-    """The recipe with ``finetune.KEY=VALUE`` overrides applied (:mod:`minielectra.overrides`),
-    its ranges checked."""
+    """The recipe with ``finetune.KEY=VALUE`` overrides applied, its ranges checked."""
     cfg = FinetuneConfig()
     apply_overrides({"finetune": cfg}, overrides)
     return cfg.validate()
-
-
-# ------------------------------------------------------------------------------------- model
 
 
 class SequenceClassifier(nn.Module):
@@ -158,30 +127,41 @@ class SequenceClassifier(nn.Module):
         return self.head(self.dropout(h[:, 0]))  # the [CLS] vector, (b, d) -> (b, c)
 
 
-def build_classifier(pretrained, task: Task, cfg: FinetuneConfig) -> SequenceClassifier:
-    """A classifier for ``task`` holding a copy of ``pretrained``'s discriminator encoder.
-
-    Seed torch before calling: the head (and, with ``from_scratch``, the encoder) is random.
-    """
-    mcfg = pretrained.config
-    if cfg.encoder_dropout is not None:
-        mcfg = dataclasses.replace(mcfg, dropout=cfg.encoder_dropout,
-                                   attention_dropout=cfg.encoder_dropout)
-    model = SequenceClassifier(mcfg, task.num_labels, dropout=cfg.head_dropout)
-    if cfg.from_scratch:  # the official initialisation of a fresh discriminator, same shape
-        source = Electra(pretrained.config).discriminator.encoder
-    else:
-        source = pretrained.discriminator.encoder
-    model.encoder.load_state_dict(plain_state_dict(source))  # GDES residuals folded in
+def load_encoder(model: nn.Module, pretrained, cfg: FinetuneConfig) -> nn.Module:
+    """``model`` (a classifier or span head, just built) with a copy of ``pretrained``'s
+    discriminator encoder; with ``from_scratch`` a fresh one of the same shape."""
+    source = Electra(pretrained.config) if cfg.from_scratch else pretrained
+    model.encoder.load_state_dict(plain_state_dict(source.discriminator.encoder))  # GDES folded
     return model
 
 
-def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> list[dict]:
-    """Optimizer groups, one per (depth, decay) pair, each with its own peak ``lr``.
+def model_config(pretrained, cfg: FinetuneConfig) -> ModelConfig:
+    """The checkpoint's model config with the encoder dropout fine-tuning uses."""
+    if cfg.encoder_dropout is None:
+        return pretrained.config
+    return dataclasses.replace(pretrained.config, dropout=cfg.encoder_dropout,
+                               attention_dropout=cfg.encoder_dropout)
 
-    Depth 0 is the embeddings and their projection, depth ``i + 1`` encoder layer ``i``, and the
-    head sits at the top. No weight decay on biases and LayerNorm (1-d tensors), as officially.
-    """
+
+def build_classifier(pretrained, task: Task, cfg: FinetuneConfig) -> SequenceClassifier:
+    """A classifier for ``task`` holding a copy of ``pretrained``'s discriminator encoder.
+    Seed torch before calling: the head (and, with ``from_scratch``, the encoder) is random."""
+    model = SequenceClassifier(model_config(pretrained, cfg), task.num_labels,
+                               dropout=cfg.head_dropout)
+    return load_encoder(model, pretrained, cfg)
+
+
+def device_of(name: str) -> torch.device:
+    """``finetune.device``: ``"auto"`` is CUDA when there is one."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> list[dict]:
+    """Optimizer groups, one per (depth, decay) pair, each with its own peak ``lr``: depth 0 is
+    the embeddings and their projection, ``i + 1`` encoder layer ``i``, the head on top. No weight
+    decay on biases and LayerNorm (1-d tensors), as officially."""
     num_layers = len(model.encoder.layers)
     top = num_layers + (2 if cfg.layerwise_decay_official else 1)
     depth_of = [(model.encoder.embeddings, 0), (model.encoder.embed_proj, 0)]
@@ -202,13 +182,20 @@ def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> li
 
 def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
     """Multiplier of each group's peak lr at update ``step`` (0-based): the pre-training
-    schedule (:func:`~minielectra.training.optim.lr_at`, same official quirk) over this run's ``total`` steps."""
+    schedule (:func:`~minielectra.training.optim.lr_at`) over this run's ``total`` steps."""
     return lr_at(step, TrainConfig(learning_rate=1.0, max_steps=total, warmup_steps=warmup,
                                    schedule=schedule))
 
 
+def make_optimizer(model: nn.Module, cfg: FinetuneConfig) -> AdamWeightDecay:
+    """The official Adam over :func:`layerwise_param_groups`, shared by both loops."""
+    return AdamWeightDecay(layerwise_param_groups(model, cfg), lr=cfg.learning_rate,
+                           betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
+                           bias_correction=cfg.bias_correction)
+
+
 def optimizer_step(model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor,
-                   cfg: "FinetuneConfig", examples: int) -> float:
+                   cfg: FinetuneConfig, examples: int) -> float:
     """One update on ``loss`` (gradients cleared, clipped at ``cfg.grad_clip``), shared by the
     classification and SQuAD loops; returns the loss per example (a summed loss is divided)."""
     opt.zero_grad(set_to_none=True)
@@ -229,11 +216,10 @@ def collate(encoded: Sequence[tuple[list, list]], pad_id: int) -> dict[str, torc
     n = max(len(ids) for ids, _ in encoded)
     input_ids = torch.full((len(encoded), n), pad_id, dtype=torch.long)
     token_type_ids = torch.zeros((len(encoded), n), dtype=torch.long)
+    attention_mask = torch.zeros_like(input_ids)
     for row, (ids, types) in enumerate(encoded):
         input_ids[row, :len(ids)] = torch.tensor(ids)
         token_type_ids[row, :len(types)] = torch.tensor(types)
-    attention_mask = torch.zeros_like(input_ids)
-    for row, (ids, _) in enumerate(encoded):
         attention_mask[row, :len(ids)] = 1
     return {"input_ids": input_ids, "attention_mask": attention_mask,
             "token_type_ids": token_type_ids}
@@ -241,37 +227,11 @@ def collate(encoded: Sequence[tuple[list, list]], pad_id: int) -> dict[str, torc
 
 def task_loss(task: Task, logits: torch.Tensor, labels: torch.Tensor, *,
               reduction: str = "sum") -> torch.Tensor:
-    """Per-example losses, summed (official) or averaged over the batch: cross-entropy, or for
-    regression the squared error against the scaled label (STS-B: ``label / 5``, official: the
-    score scaled to [0, 1]; see ``Task.label_scale``)."""
+    """Per-example losses, summed (official) or averaged: cross-entropy, or for regression the
+    squared error against the scaled label (``Task.label_scale``; STS-B: ``label / 5``)."""
     if task.is_regression:
         target = (labels.float() - task.label_shift) / task.label_scale
         losses = (logits.squeeze(-1).float() - target) ** 2  # (b,)
     else:
         losses = F.cross_entropy(logits.float(), labels.long(), reduction="none")  # (b,)
     return losses.sum() if reduction == "sum" else losses.mean()
-
-
-def _to_outputs(task: Task, logits: torch.Tensor) -> np.ndarray:
-    """Class ids, or regression outputs back on the labels' scale (STS-B: 0-5)."""
-    if task.is_regression:
-        return (logits.squeeze(-1).float() * task.label_scale + task.label_shift).cpu().numpy()
-    return logits.argmax(-1).cpu().numpy()
-
-
-@torch.no_grad()
-def predict_batches(model: SequenceClassifier, task: Task, encoded: Sequence[tuple[list, list]],
-                    *, pad_id: int, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """``(outputs, logits)`` in input order: class ids (or 0-5 scores) and raw logits ``(N, c)``.
-
-    Batches are built from length-sorted inputs, so little time goes into padding.
-    """
-    model.eval()
-    device = next(model.parameters()).device
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
-    logits = torch.empty(len(encoded), model.head.out_features)
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        batch = {k: v.to(device) for k, v in collate([encoded[i] for i in idx], pad_id).items()}
-        logits[idx] = model(**batch).float().cpu()
-    return _to_outputs(task, logits), logits.numpy()

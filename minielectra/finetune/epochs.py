@@ -1,14 +1,9 @@
 """The dev set after every epoch of fine-tuning, and which epoch's model a run keeps.
 
-:class:`EpochScores` is the ``on_epoch`` hook of
-:func:`~minielectra.finetune.train.train_classifier`: after each epoch it scores the model on the
-dev set (in eval mode, under ``no_grad``: no dropout and no random numbers drawn, so the training
-run itself is the same with or without it) and, with ``keep_epoch="best"``, copies the weights of
-the best epoch so far; :meth:`EpochScores.finish` puts them back. Ties go to the earlier epoch.
-
-A best epoch chosen on the dev set would score better there than on new data, so the epoch is
-never chosen on the set that is reported: ``"best"`` chooses it on a share of the *training* set
-held out for that (``choose``), ``"last"`` (the paper's protocol, the default) keeps the last.
+:class:`EpochScores` is the ``on_epoch`` hook of :func:`.train.train_classifier`. Scoring runs in
+eval mode under ``no_grad`` (no dropout, no random numbers drawn), so the run is the same with or
+without it. The epoch is never chosen on the dev set that is reported: ``keep="best"`` chooses it
+on training examples held out for that (``choose``); ``"last"`` is the paper's protocol.
 """
 
 from __future__ import annotations

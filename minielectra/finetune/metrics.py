@@ -1,9 +1,7 @@
-"""GLUE metrics and the results table, as the ELECTRA paper reports them.
+"""GLUE metrics as the ELECTRA paper reports them (section 3.1), in plain numpy.
 
-Matthews correlation for CoLA, Spearman correlation for STS-B and accuracy for everything else
-(MRPC and QQP also report F1; STS-B Pearson); the "GLUE score" is the mean over the eight tasks
-without WNLI (paper section 3.1). Written out in numpy (no scipy or scikit-learn at run time); the
-tests check them against scipy and scikit-learn.
+Matthews correlation for CoLA, Spearman correlation for STS-B, accuracy for everything else (MRPC
+and QQP also F1, STS-B Pearson). No scipy or scikit-learn at run time; the tests compare with them.
 """
 
 from __future__ import annotations
@@ -11,10 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from .task import Task
-
-# ------------------------------------------------------------------------------------- metrics
-# Plain numpy versions of the usual definitions; tests compare them with scikit-learn and scipy.
-
 
 def accuracy(preds, labels) -> float:
     preds, labels = np.asarray(preds), np.asarray(labels)

@@ -2,10 +2,8 @@
 
 Fine-tuning takes minutes to hours; its output must not be lost to a second process, a full disk
 or Ctrl-C. :func:`finetune_output` gives the run a temporary folder beside ``DIR``
-(:func:`minielectra.ownership.exclusive_output`): ``DIR`` is checked (a folder or absent,
-writable, holding only what an earlier ``finetune`` wrote there, by its record) and locked before
-the first step, and replaced as a whole only once everything is written. Interrupted or failed,
-``DIR`` is as it was, and the message says so.
+(:func:`minielectra.ownership.exclusive_output`), replaced as a whole only once everything is
+written; interrupted or failed, ``DIR`` is as it was, and the message says so.
 """
 
 from __future__ import annotations
@@ -20,14 +18,11 @@ from ..ownership import Layout, exclusive_output
 from ..safeio import read_json
 
 
-def _is_result(folder: Path) -> bool:
-    return "task" in read_json(folder / "result.json")
-
-
 # A model folder (classification or SQuAD), its result, and with --seeds N --keep-all seed-N/.
 FINETUNED = Layout("finetune", ("model.safetensors", "finetune.json", "vocab.txt",
                                 "tokenizer_config.json", "checksums.json", "result.json",
-                                "predictions.json", "na_probs.json", "seed-*"), _is_result)
+                                "predictions.json", "na_probs.json", "seed-*"),
+                  lambda folder: "task" in read_json(folder / "result.json"))
 
 
 def checkpoint_path(checkpoint) -> Path | None:

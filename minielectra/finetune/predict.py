@@ -1,11 +1,8 @@
-"""Fine-tuned models on disk, and scoring new sentences (or sentence pairs) with them.
+"""Scoring new sentences (or sentence pairs) with a fine-tuned model (:mod:`.saved`).
 
-A ``minielectra finetune --out DIR`` directory (:mod:`.saved`) holds everything needed to score
-new text. ``minielectra predict --model DIR TEXT ...`` (pairs two at a time; ``-``: standard
-input, one input a line; or ``--file F``: a CSV, TSV or JSONL file with a text column, or one
-input a line, :mod:`.owndata.inputs`) is :func:`run_predict`;
-text is encoded exactly as in fine-tuning (``[CLS] A [SEP] B [SEP]``, longest-first truncation
-to the run's ``max_seq_len``, or the windows of :mod:`.windows`).
+``minielectra predict --model DIR TEXT ...`` (pairs two at a time; ``-``: standard input; or
+``--file F``, :mod:`.owndata.inputs`) is :func:`run_predict`; text is encoded exactly as in
+fine-tuning (longest-first truncation to the run's ``max_seq_len``, or :mod:`.windows`).
 """
 
 from __future__ import annotations
@@ -40,12 +37,9 @@ def _examples(task: Task, pairs: Sequence[str | Pair]) -> list[Example]:
 
 def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
             *, batch_size: int = 128, long_text: str | None = None) -> list[dict[str, Any]]:
-    """Score new sentences (single-sentence tasks) or ``(a, b)`` pairs with a fine-tuned model.
-
-    Classification: ``{"label", "label_id", "probabilities": {name: p}}``; regression:
-    ``{"score"}`` on the labels' scale (STS-B: 0-5). ``long_text``: ``"truncate"`` or
-    ``"windows"`` for texts over the model's length (:mod:`.windows`; default: as fine-tuned).
-    """
+    """Score new sentences (single-sentence tasks) or ``(a, b)`` pairs with a fine-tuned model:
+    ``{"label", "label_id", "probabilities": {name: p}}``, or for regression ``{"score"}`` on the
+    labels' scale (STS-B: 0-5). ``long_text``: :mod:`.windows`; default: as fine-tuned."""
     ft = finetuned if isinstance(finetuned, Finetuned) else load_finetuned(finetuned)
     mode = long_text or ft.config.long_text
     enc = encode_texts(ft.tokenizer, _examples(ft.task, pairs), ft.config.max_seq_len,
@@ -63,7 +57,7 @@ def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
 
 
 def read_pairs(path: str | Path) -> list[Pair]:
-    """A file of inputs, one a line (:func:`.textfiles.read_lines`)."""
+    """A file of inputs, one a line (:func:`.owndata.inputs.read_lines`)."""
     return read_lines(path)
 
 
@@ -86,9 +80,8 @@ def run_predict(model: str | Path, pairs: Sequence[str | Pair] = (), *,
                 texts: Sequence[str] = (), file: str | Path | None = None,
                 text_column: str | None = None, text_pair_column: str | None = None,
                 long_text: str | None = None) -> dict[str, Any]:
-    """``minielectra predict``: each input (``pairs``; ``texts`` as the command line gives them,
-    :func:`group_texts`; or those of ``file``: :func:`.textfiles.read_inputs`) with its
-    prediction, as JSON-ready dicts."""
+    """``minielectra predict``: each input (``pairs``, ``texts`` as the command line gives them,
+    or those of ``file``: :func:`.owndata.inputs.read_inputs`) with its prediction, as JSON."""
     ft = load_finetuned(model)
     if texts:
         pairs = group_texts(texts, ft.task)

@@ -1,9 +1,8 @@
 """``minielectra finetune``: one task, whichever kind it is, fine-tuned and scored.
 
-A GLUE task by name (:mod:`.glue`), SQuAD 1.1 or 2.0 (:mod:`.squad`), a hub dataset or your own
-CSV, TSV or JSONL files (:mod:`.owndata`); classification and regression go through the paper's
-recipe in :mod:`.train`, question answering through :mod:`.squad.train`. Your own data gets its
-own recipe (:data:`OWN_DATA_RECIPE`), unless ``--set`` says otherwise.
+A GLUE task (:mod:`.glue`), SQuAD (:mod:`.squad`), a hub dataset or your own files
+(:mod:`.owndata`); your own data gets its own recipe (:data:`OWN_DATA_RECIPE`) unless ``--set``
+says otherwise.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ def own_data_overrides(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
 def resolve_task(task: str | Task | None = None, *, train=None, dev=None,
                  columns: Columns = Columns(), regression: bool | None = None) -> Task:
     """A GLUE task by name, a hub dataset (``"hf:<name>[:<config>]"``), a :class:`Task`, or a
-    user's training and dev files (:mod:`.userdata`)."""
+    user's training and dev files (:mod:`.owndata`)."""
     if train is not None or dev is not None:
         if train is None or dev is None or task is not None:
             raise ValueError("give --train FILE and --dev FILE together, without --task")
@@ -59,27 +58,22 @@ def resolve_task(task: str | Task | None = None, *, train=None, dev=None,
     return get_task(task)
 
 
-
 def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | None = None,
              seed: int = 0, seeds: int = 1, overrides: Sequence[str] = (),
              data_dir: str | Path | None = None, max_train_examples: int | None = None,
              progress: bool = True, save_model: bool = True, keep_all_models: bool = False,
              train: str | Path | None = None, dev: str | Path | None = None,
              columns: Columns = Columns(), regression: bool | None = None) -> dict[str, Any]:
-    """Fine-tune ``checkpoint`` on one task ``seeds`` times (seeds ``seed``, ``seed + 1``, ...)
-    and score each run on the dev set; the median run is the result (the paper's protocol).
-
-    ``checkpoint``: an :class:`Electra` in memory or anything :func:`resolve_pretrained` takes.
-    The task: a GLUE name, ``"hf:<name>[:<config>]"``, or your own ``train`` and ``dev`` files
-    (CSV, TSV or JSONL; ``columns`` and ``regression``: :mod:`.userdata`). With ``out``:
-    ``result.json`` and the median run's fine-tuned model (``keep_all_models`` also keeps every
-    run's, in ``seed-N/``).
-    """
+    """Fine-tune ``checkpoint`` (an :class:`Electra` in memory or anything
+    :func:`.train.resolve_pretrained` takes) on one task (:func:`resolve_task`) ``seeds`` times,
+    seeds ``seed``, ``seed + 1``, ...; the median run on the dev set is the result (the paper's
+    protocol). With ``out``: ``result.json`` and the median run's model (``keep_all_models``:
+    every run's too, in ``seed-N/``)."""
     check_counts(seeds, max_train_examples)
     # an output that is, holds or lies in what the run reads would replace or mix with it
     refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint), "--train": train,
                          "--dev": dev})
-    if isinstance(task, str) and task in SQUAD_TASKS:  # question answering (.squad_finetune)
+    if isinstance(task, str) and task in SQUAD_TASKS:  # question answering (.squad.train)
         if seeds != 1 or columns != Columns() or regression is not None:
             raise ValueError(f"--task {task} takes one --seed, and no --seeds, columns or "
                              "--regression")

@@ -1,10 +1,9 @@
 """Fine-tuned models on disk: what ``minielectra finetune --out DIR`` writes and ``predict`` reads.
 
-The directory holds everything needed to score new text, with neither the pre-trained checkpoint
-nor the training data: ``model.safetensors`` (encoder and head), ``finetune.json`` (the task and
-how it reads its inputs and labels, the model and fine-tuning configs, the dev result of the
-run), the tokenizer (``vocab.txt``) and ``checksums.json`` (sha256 of the weights and vocabulary,
-checked on load).
+The directory scores new text with neither the pre-trained checkpoint nor the training data:
+``model.safetensors``, ``finetune.json`` (the task, the model and fine-tuning configs, the dev
+result), ``vocab.txt`` and ``checksums.json`` (sha256 of the weights and vocabulary, checked on
+load). A SQuAD model (:mod:`.squad.model`) is written and read by the same two functions.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from safetensors.torch import load_file, save
-
 from safetensors import SafetensorError
+from safetensors.torch import load_file, save
+from torch import nn
 
 from ..config import ModelConfig
 from ..overrides import from_dict
@@ -32,23 +31,39 @@ from .task import Task
 WEIGHTS, META = "model.safetensors", "finetune.json"
 
 
-def save_finetuned(model: SequenceClassifier, tokenizer, task: Task, cfg: FinetuneConfig,
-                   path: str | Path, *, result: dict | None = None) -> Path:
-    """Write weights, the model and fine-tuning configs, the tokenizer and the dev result."""
+def write_model(path: str | Path, model: nn.Module, tokenizer, meta: dict[str, Any]) -> Path:
+    """Weights, ``meta`` as ``finetune.json``, the tokenizer and checksums (classifier or SQuAD)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     # bytes, then one write: a full disk is an OSError naming the file, and the permissions
     # are its siblings' (safetensors' own save_file makes a private file)
     write_file(path / WEIGHTS, canonical_safetensors(
         save({k: v.contiguous() for k, v in model.state_dict().items()})))
-    meta = {"task": task.name, "num_labels": task.num_labels, "label_names": task.label_names,
-            "task_spec": task_spec(task), "model": dataclasses.asdict(model.config),
-            "finetune": dataclasses.asdict(cfg), "result": result}
     write_file(path / META, json.dumps(meta, indent=2) + "\n")
     tokenizer.save(path)
     sums = sha256_sums(path, [WEIGHTS, VOCAB])
     write_file(path / CHECKSUMS, json.dumps({"sha256": sums}, indent=2) + "\n")
     return path
+
+
+def load_weights(path: Path, model_class: type[nn.Module], *args, **kwargs) -> nn.Module:
+    """``model_class(*args, **kwargs)`` holding the weights :func:`write_model` wrote there."""
+    verify_checksums(path, [WEIGHTS, VOCAB])
+    model = model_class(*args, **kwargs)
+    try:
+        model.load_state_dict(load_file(path / WEIGHTS))
+    except SafetensorError as e:
+        raise ValueError(f"{path / WEIGHTS}: damaged or truncated ({e})") from None
+    return model
+
+
+def save_finetuned(model: SequenceClassifier, tokenizer, task: Task, cfg: FinetuneConfig,
+                   path: str | Path, *, result: dict | None = None) -> Path:
+    """Write weights, the model and fine-tuning configs, the tokenizer and the dev result."""
+    return write_model(path, model, tokenizer, {
+        "task": task.name, "num_labels": task.num_labels, "label_names": task.label_names,
+        "task_spec": task_spec(task), "model": dataclasses.asdict(model.config),
+        "finetune": dataclasses.asdict(cfg), "result": result})
 
 
 def task_spec(task: Task) -> dict[str, Any]:
@@ -88,15 +103,10 @@ def load_finetuned(path: str | Path, *, device: str = "cpu") -> Finetuned:
         meta = json.loads((path / META).read_text())
         task = task_from_spec(meta)
         cfg = from_dict(FinetuneConfig, meta["finetune"], prefix="finetune.")
-        mcfg, num_labels = from_dict(ModelConfig, meta["model"], prefix="model."), \
-            meta["num_labels"]
+        mcfg = from_dict(ModelConfig, meta["model"], prefix="model.")
+        num_labels = meta["num_labels"]
     except (ValueError, KeyError, TypeError, AttributeError) as e:  # JSON errors are ValueErrors
         raise ValueError(f"{path / META}: damaged, not a fine-tuned model's description "
                          f"({type(e).__name__}: {e})") from None
-    verify_checksums(path, [WEIGHTS, VOCAB])
-    model = SequenceClassifier(mcfg, num_labels, dropout=cfg.head_dropout)
-    try:
-        model.load_state_dict(load_file(path / WEIGHTS))
-    except SafetensorError as e:
-        raise ValueError(f"{path / WEIGHTS}: damaged or truncated ({e})") from None
+    model = load_weights(path, SequenceClassifier, mcfg, num_labels, dropout=cfg.head_dropout)
     return Finetuned(model.to(device).eval(), WordPieceTokenizer.load(path), task, cfg)

@@ -1,11 +1,5 @@
-"""What ``minielectra finetune`` says to a person when it ends (stdout keeps the JSON for scripts).
-
-Example::
-
-    finetune reviews.csv: dev accuracy 84.2 (seed 0; the last of 3 epochs kept, the paper's
-    protocol; 500 dev examples)
-    model: runs/reviews
-    next: minielectra predict --model runs/reviews --file reviews_dev.csv
+"""What ``minielectra finetune`` says to a person when it ends (stdout keeps the JSON for scripts):
+the dev score, where the model is, and the ``predict`` command to run next.
 """
 
 from __future__ import annotations
@@ -42,8 +36,7 @@ def _score_line(result: dict[str, Any]) -> str:
 def finetune_summary(result: dict[str, Any], out: str | Path | None, *,
                      inputs: str | Path | None = None) -> str:
     """Three lines: the dev score rounded, where the model is, and the command to run next
-    (``predict --file inputs`` when a file of inputs is at hand, e.g. the dev file; a SQuAD
-    model answers QUESTION PASSAGE)."""
+    (``predict --file inputs`` when a file of inputs is at hand, e.g. the dev file)."""
     lines = [_score_line(result)]
     if out is None:
         lines.append("model: not saved (give --out DIR to keep it for predict)")

@@ -1,19 +1,10 @@
-"""Fine-tuning the discriminator on one GLUE task, the way the ELECTRA paper measured it.
+"""Fine-tuning the discriminator on one task, the way the ELECTRA paper measured GLUE.
 
-Paper section 3.1 and appendix Table 7; official code: google-research/electra
-``configure_finetuning.py``, ``finetune/classification/classification_tasks.py``. The model, its
-optimiser groups and loss are :mod:`.classifier` (the recipe is listed there); this module is the
-loop around them:
-
-- **Data**: batch 32, length 128 (longest-first truncation), 3 epochs (10 for RTE and STS-B);
-  STS-B is regression on ``label / 5``; MRPC and STS-B training sets are doubled with the two
-  segments swapped. Each epoch is a fresh permutation; ``shuffle_buffer=100`` reproduces the
-  official stream instead (shuffled once, repeated, read through a 100-example buffer).
-- **Protocol**: the paper reports the median dev score over 10 runs (``seeds``); we keep the
-  median *run*, so its score, other metrics and saved model belong together.
-
-The command's entry point (GLUE, SQuAD or your own files): :mod:`.run`; several GLUE tasks
-and the table: :mod:`.glue.suite`. Axis letters: b batch, n sequence, c classes.
+Paper section 3.1 and appendix Table 7. The model, optimiser and loss are :mod:`.classifier`;
+this is the loop around them: batch 32, length 128, 3 epochs (10 for RTE and STS-B), MRPC and
+STS-B doubled with the segments swapped. The paper reports the median dev score of 10 runs
+(``seeds``); we keep the median *run*, so its score, metrics and saved model belong together.
+Entry points: :mod:`.run`, :mod:`.glue.suite`. Axis letters: b batch, n sequence, c classes.
 """
 
 from __future__ import annotations
@@ -38,10 +29,9 @@ from ..objectives.compute import load_model
 from ..safeio import write_file
 from ..training.checkpoints import load_checkpoint, resolve_checkpoint
 from ..training.compiling import compile_module, decide_finetune
-from ..training.optim import AdamWeightDecay
 from . import fewsample, metrics
-from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate,
-                         layerwise_param_groups, lr_factor, optimizer_step, task_loss)
+from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate, device_of,
+                         lr_factor, make_optimizer, optimizer_step, task_loss)
 from .epochs import EpochScores
 from .glue.data import load_split
 from .saved import save_finetuned
@@ -50,8 +40,6 @@ from .owndata.data import UserTask
 from .task import Task, subset, swap_segments
 from .windows import (Encoded, encode_texts, predict_texts, warn_long,
                       warn_untrained_positions)
-
-# ------------------------------------------------------------------------------------- data
 
 
 @dataclass
@@ -119,26 +107,14 @@ def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
     return data
 
 
-# ------------------------------------------------------------------------- train and evaluate
-
-
-def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 def batch_order(n: int, batch_size: int, epochs: int, gen: torch.Generator, *,
                 shuffle_buffer: int = 0) -> list[torch.Tensor]:
     """The training examples of every step: ``ceil(n / batch_size) * epochs`` index tensors.
-
-    ``shuffle_buffer=0``: each epoch a fresh permutation split into batches, the last one smaller.
-    ``shuffle_buffer=N``: the official stream. The set is shuffled once and padded with dummy
-    slots to a multiple of the batch (their loss is zero there, so we simply drop them: a batch
-    may come out smaller, or, for a set much smaller than a batch, empty), repeated without end
-    and read through a ``tf.data`` shuffle buffer: hold ``N`` elements, emit a uniformly chosen
-    one, put the next input element in its place.
-    """
+    ``shuffle_buffer=0``: each epoch a fresh permutation split into batches, the last smaller.
+    ``N``: the official stream, shuffled once, padded with dummy slots to a multiple of the batch
+    (their loss is zero there, so we drop them: a batch may come out smaller, even empty),
+    repeated, and read through a ``tf.data`` shuffle buffer of ``N`` (emit a uniformly chosen
+    element, put the next input element in its place)."""
     steps = math.ceil(n / batch_size)
     if shuffle_buffer == 0:
         return [idx for _ in range(epochs)
@@ -171,9 +147,7 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
     total = len(order)
     per_epoch = total // epochs  # both orders take ceil(n / batch_size) steps an epoch
     warmup = int(cfg.warmup_fraction * total)
-    opt = AdamWeightDecay(layerwise_param_groups(model, cfg), lr=cfg.learning_rate,
-                          betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
-                          bias_correction=cfg.bias_correction)
+    opt = make_optimizer(model, cfg)
     peaks = [g["lr"] for g in opt.param_groups]
     labels = torch.tensor(data.train_labels,
                           dtype=torch.float32 if task.is_regression else torch.long)
@@ -211,13 +185,8 @@ def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: Finetun
     return metrics.compute_metrics(task, outputs, np.asarray(labels))
 
 
-# ------------------------------------------------------------------------ the library entry points
-
-
 def resolve_pretrained(checkpoint: str | Path) -> Path:
-    """The checkpoint directory behind ``checkpoint``: ``"bundled"``, a ``minielectra pretrain
-    --out`` run directory (its latest checkpoint: the final one once the run is done), a
-    minielectra checkpoint directory, or a transformers ELECTRA directory
+    """The checkpoint directory behind ``checkpoint``
     (:func:`~minielectra.training.checkpoints.resolve_checkpoint`)."""
     return resolve_checkpoint(checkpoint)
 
@@ -233,11 +202,9 @@ def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:
 
 def get_tokenizer(pretrained, cfg: FinetuneConfig):
     """``finetune.vocab`` if set, else the tokenizer that came with the checkpoint."""
-    if cfg.vocab:
-        tokenizer = WordPieceTokenizer.from_vocab_file(cfg.vocab)
-    elif getattr(pretrained, "tokenizer", None) is not None:
-        tokenizer = pretrained.tokenizer
-    else:
+    tokenizer = (WordPieceTokenizer.from_vocab_file(cfg.vocab) if cfg.vocab
+                 else getattr(pretrained, "tokenizer", None))
+    if tokenizer is None:
         raise ValueError("the checkpoint has no tokenizer; pass one with "
                          "--set finetune.vocab=PATH/vocab.txt")
     if tokenizer.vocab_size > pretrained.config.vocab_size:
@@ -249,7 +216,7 @@ def get_tokenizer(pretrained, cfg: FinetuneConfig):
 def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneConfig, *,
              seed: int, out: Path | None, progress: bool) -> dict[str, Any]:
     torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
-    model = build_classifier(pretrained, task, cfg).to(_device(cfg.device))
+    model = build_classifier(pretrained, task, cfg).to(device_of(cfg.device))
     fewsample.prepare(model, cfg, initializer_range=pretrained.config.initializer_range)
     pad = tokenizer.pad_id
     choose = None if data.choice is None else (
@@ -270,9 +237,8 @@ def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneCon
 
 
 def median_run(runs: Sequence[dict]) -> int:
-    """Index of the run with the median score; with an even number of runs, the lower of the
-    two middle ones. A real run, so that the score, its other metrics (MRPC's F1, STS-B's
-    Pearson) and the saved model all belong together; ties go to the earlier seed."""
+    """Index of the run with the median score (with an even number, the lower of the middle two;
+    ties go to the earlier seed): a real run, whose metrics and saved model belong together."""
     order = sorted(range(len(runs)), key=lambda i: (runs[i]["score"], i))
     return order[(len(runs) - 1) // 2]
 
@@ -341,12 +307,11 @@ def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *
 
 def choose_compile(cfg: FinetuneConfig, task: Task, data: TaskData, model_cfg,
                    *, progress: bool) -> FinetuneConfig:
-    """``finetune.compile=None``: decided on a CPU by the measured rule (one seed's steps at the
-    examples' mean length; :mod:`minielectra.training.compiling`), said in one line; off on a
-    GPU (not measured there)."""
+    """``finetune.compile=None``: on a CPU, the measured rule of
+    :mod:`minielectra.training.compiling` decides, said in one line; off on a GPU (not measured)."""
     if cfg.compile is not None:
         return cfg
-    if _device(cfg.device).type != "cpu" or not data.train:
+    if device_of(cfg.device).type != "cpu" or not data.train:
         return dataclasses.replace(cfg, compile=False)
     steps = math.ceil(len(data.train) / cfg.batch_size) * (cfg.epochs or task.epochs)
     length = float(np.mean([len(ids) for ids, _ in data.train]))

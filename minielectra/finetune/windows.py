@@ -1,22 +1,18 @@
 """Texts longer than the model reads: how many are cut, and sliding windows that read them whole.
 
-A fine-tuned classifier reads ``max_seq_len`` tokens (``[CLS]`` and ``[SEP]`` included); the
-paper cuts the rest (longest-first for pairs). :func:`encode_texts` encodes a set of examples
-either way and counts the texts that do not fit, so that fine-tuning and ``predict`` can say
-what share of the texts was cut:
+:func:`encode_texts` encodes a set of examples and counts the texts over ``max_seq_len`` tokens,
+so that fine-tuning and ``predict`` can say what share was cut (docs/guides/own-data.md):
 
 - ``long_text="truncate"``: one row per text, cut to ``max_seq_len`` (the paper).
-- ``long_text="windows"``: a single text longer than that becomes several rows,
-  ``[CLS] w [SEP]`` for windows ``w`` of ``max_seq_len - 2`` word pieces that overlap by half
-  (a window starts every ``(max_seq_len - 2) // 2`` pieces; the last one ends at the text's
-  end). In training every window is an example with its text's label; in evaluation and
-  ``predict`` a text's logits are the **mean of its windows' logits** (:func:`pool`), so a class
-  is the argmax of the mean and a regression output the mean of the windows' outputs.
-  Pairs keep ``truncate``: a window over a pair would lose the pairing.
+- ``long_text="windows"``: a single text longer than that becomes several rows
+  ``[CLS] w [SEP]``, windows of ``max_seq_len - 2`` word pieces overlapping by half (the last
+  ends at the text's end). Each trains with its text's label; in evaluation and ``predict`` a
+  text's logits are the mean of its windows' (:func:`pool`). Pairs keep ``truncate``: a window
+  over a pair would lose the pairing.
 
-Pre-training length: a checkpoint's position embeddings beyond the sequence length it was
-pre-trained at (``run_config.json``'s ``data.max_seq_len``; the bundled one saw 32 tokens) are
-untrained; :func:`warn_untrained_positions` says so when the texts reach them.
+A checkpoint's positions beyond its pre-training length (``run_config.json``'s
+``data.max_seq_len``; the bundled one saw 32 tokens) are untrained:
+:func:`warn_untrained_positions` says so.
 
 Axis letters: w windows (rows), t texts, c classes.
 """
@@ -32,7 +28,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .classifier import _to_outputs, predict_batches
+from .classifier import collate
 from .task import Example, Task
 
 log = logging.getLogger(__name__)
@@ -116,15 +112,23 @@ def pool(logits: np.ndarray, owner: list[int] | None, texts: int) -> np.ndarray:
     return (sums / counts).numpy()
 
 
+@torch.no_grad()
 def predict_texts(model, task: Task, enc: Encoded, *, pad_id: int,
                   batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """``(outputs, logits)`` per text: class ids (or regression outputs) and pooled logits."""
-    _, logits = predict_batches(model, task, enc.rows, pad_id=pad_id, batch_size=batch_size)
-    pooled = pool(logits, enc.owner, enc.texts)  # (t, c)
-    return _to_outputs(task, torch.from_numpy(pooled)), pooled
-
-
-# ------------------------------------------------------------------------- pre-training length
+    """``(outputs, logits)`` per text: class ids, or regression outputs on the labels' scale
+    (STS-B: 0-5), and the pooled logits. Rows are batched by length: little padding."""
+    model.eval()
+    device = next(model.parameters()).device
+    order = sorted(range(len(enc.rows)), key=lambda i: len(enc.rows[i][0]))
+    logits = torch.empty(len(enc.rows), model.head.out_features)  # (w, c)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch = {k: v.to(device) for k, v in collate([enc.rows[i] for i in idx], pad_id).items()}
+        logits[idx] = model(**batch).float().cpu()
+    pooled = torch.from_numpy(pool(logits.numpy(), enc.owner, enc.texts))  # (t, c)
+    outputs = (pooled.squeeze(-1) * task.label_scale + task.label_shift if task.is_regression
+               else pooled.argmax(-1))
+    return outputs.numpy(), pooled.numpy()
 
 
 def pretrained_length(checkpoint_dir: str | Path | None) -> int | None:

@@ -1,20 +1,10 @@
-"""GLUE: the nine tasks and their data, as the ELECTRA paper measured them.
+"""GLUE: the nine tasks and their data, as the ELECTRA paper measured them (section 3.1, Table 7).
 
-The paper (Clark et al. 2020, section 3.1 and appendix Table 7) reports the GLUE *dev* sets:
-Matthews correlation for CoLA, Spearman correlation for STS-B and accuracy for everything else;
-the "GLUE score" is the mean over the eight tasks without WNLI. The official fine-tuning code
-(google-research/electra ``finetune/classification/classification_tasks.py``) reads the original
-GLUE TSV files; we read the same files, or the same data from the Hugging Face hub
-(``nyu-mll/glue``), and give both the hub's label ids so that a model trained on one source can be
-scored on the other.
-
-Data comes from, in this order:
-
-1. ``data_dir`` (an argument) or the ``MINIELECTRA_DATA_DIR`` environment variable:
-   ``<dir>/glue/<TASK>/{train,dev}.tsv[.gz]`` (MNLI: ``dev_matched.tsv``), in the GLUE TSV format;
-2. otherwise the hub, through ``datasets.load_dataset("nyu-mll/glue", <config>, split=...)``.
-
-The metrics: :mod:`..metrics`; the results table: :mod:`.table`.
+The paper reports the GLUE *dev* sets. We read the original GLUE TSV files, as the official code
+(``finetune/classification/classification_tasks.py``) does, from ``<data dir>/glue/<TASK>/``
+(the ``data_dir`` argument or ``MINIELECTRA_DATA_DIR``); without a data dir, the same data from
+the hub (``nyu-mll/glue``). Labels get the hub's ids either way, so that a model trained on one
+source can be scored on the other. The metrics: :mod:`..metrics`; the table: :mod:`.table`.
 """
 
 from __future__ import annotations
@@ -27,8 +17,6 @@ from pathlib import Path
 
 from ...data.hub import hub_unreachable
 from ..task import Example, Task, read_text, subset
-
-# --------------------------------------------------------------------------------------- tasks
 
 
 _BINARY = ("0", "1")
@@ -70,9 +58,6 @@ def get_task(name: str) -> Task:
     return TASKS[key]
 
 
-# ---------------------------------------------------------------------------------------- data
-
-
 class GlueDataError(FileNotFoundError):
     """A task's data could not be found (locally) or fetched (from the hub)."""
 
@@ -82,21 +67,6 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
     if data_dir is None:
         data_dir = os.environ.get("MINIELECTRA_DATA_DIR") or None
     return None if data_dir is None else Path(data_dir)
-
-
-def read_tsv(path: str | Path) -> list[list[str]]:
-    """Rows of a GLUE TSV file (plain or gzipped). ``QUOTE_NONE``: GLUE text holds stray quotes
-    that Python's default quoting would use to merge rows; ``utf-8-sig`` drops MRPC's BOM."""
-    text = read_text(path)
-    return list(csv.reader(io.StringIO(text, newline=""), delimiter="\t",
-                           quoting=csv.QUOTE_NONE))
-
-
-def _find_file(folder: Path, stem: str) -> Path | None:
-    for name in (f"{stem}.tsv", f"{stem}.tsv.gz"):
-        if (folder / name).is_file():
-            return folder / name
-    return None
 
 
 def _parse_row(task: Task, row: list[str], where: str) -> Example:
@@ -122,14 +92,17 @@ def load_tsv_split(task: Task, split: str, data_dir: Path) -> list[Example]:
     """``split`` ("train" or "dev") of ``task`` from ``<data_dir>/glue/<TASK>/``."""
     folder = Path(data_dir) / "glue" / task.folder
     stem = task.dev_file if split == "dev" else split
-    path = _find_file(folder, stem)
+    path = next((p for p in (folder / f"{stem}.tsv", folder / f"{stem}.tsv.gz") if p.is_file()),
+                None)
     if path is None:
         raise GlueDataError(
             f"GLUE {task.display} {split} data not found: looked for {folder / (stem + '.tsv')} "
             f"and {folder / (stem + '.tsv.gz')} (data dir {data_dir}, from the data_dir argument "
             "or MINIELECTRA_DATA_DIR; unset both to download nyu-mll/glue from the hub)")
     first = 1 if task.header else 0
-    rows = read_tsv(path)[first:]
+    # QUOTE_NONE: GLUE text holds stray quotes that the default quoting would use to merge rows
+    rows = list(csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t",
+                           quoting=csv.QUOTE_NONE))[first:]
     # A label counted from the end (label_col < 0) comes after the texts: at least one more column.
     need = max(max(task.text_cols) + (2 if task.label_col < 0 else 1), task.label_col + 1)
     bad = [i for i, r in enumerate(rows) if len(r) < need]
@@ -164,23 +137,16 @@ def load_hub_split(task: Task, split: str) -> list[Example]:
         raise GlueDataError(
             f"could not load GLUE {task.display} {split} from the hub (nyu-mll/glue, config "
             f"{task.name!r}, split {hub_split!r}): {e}. Offline, set MINIELECTRA_DATA_DIR to a "
-            f"folder with glue/{task.folder}/{split if split == 'train' else task.dev_file}.tsv"
-        ) from e
-    fields = task.hub_fields
-    out = []
-    for row in ds:
-        label = float(row["label"]) if task.is_regression else int(row["label"])
-        out.append(Example(row[fields[0]], row[fields[1]] if len(fields) > 1 else None, label))
-    return out
+            f"folder with {local}") from e
+    a, b = (*task.hub_fields, None)[:2]
+    kind = float if task.is_regression else int
+    return [Example(row[a], None if b is None else row[b], kind(row["label"])) for row in ds]
 
 
 def load_split(task: Task | str, split: str, *, data_dir: str | Path | None = None,
                max_examples: int | None = None, seed: int = 0) -> list[Example]:
-    """Examples of ``split`` ("train" or "dev"): local files if a data dir is set, else the hub.
-
-    ``max_examples`` keeps a random subset of that size (chosen by ``seed``, kept in file order)
-    so that CPU runs can use a fixed slice of a large training set.
-    """
+    """Examples of ``split`` ("train" or "dev"): local files if a data dir is set, else the hub;
+    ``max_examples``: a random subset (chosen by ``seed``, kept in file order)."""
     task = get_task(task) if isinstance(task, str) else task
     if split not in ("train", "dev"):
         raise ValueError(f"split must be 'train' or 'dev', got {split!r}")

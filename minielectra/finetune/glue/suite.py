@@ -1,13 +1,8 @@
 """Several GLUE tasks in one go, and the table in the paper's layout (``minielectra glue``).
 
-The pre-trained checkpoint is loaded once for every task; a task whose data is absent is skipped
-and listed, so an offline data dir without MNLI/QQP still yields the other columns (the GLUE
-average is then marked partial, :func:`.table.format_table`).
-
-``--out DIR`` is written as ``finetune --out`` is (:mod:`..output`): locked, checked before the
-first task, and replaced as a whole once every task, model and the summary are written, so the
-summary always describes what is on disk, and an interrupted or failed run leaves ``DIR`` as it
-was.
+The pre-trained checkpoint is loaded once for every task. ``--out DIR`` is written as
+``finetune --out`` is (:mod:`..output`): locked, and replaced as a whole once every task, model
+and the summary are written, so the summary always describes what is on disk.
 """
 
 from __future__ import annotations
@@ -28,23 +23,15 @@ GLUE_OUT = Layout("glue", ("glue.json", "glue.md", *glue.TASKS),
                   lambda folder: "tasks" in read_json(folder / "glue.json"))
 
 
-def _save_glue(out: Path, summary: dict) -> None:
-    write_file(out / "glue.json", json.dumps(summary, indent=2) + "\n")
-    write_file(out / "glue.md", summary["table"])
-
-
 def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, seed: int = 0,
              out: str | Path | None = None, overrides: Sequence[str] = (),
              data_dir: str | Path | None = None, max_train_examples: int | None = None,
              progress: bool = True, save_models: bool = False, skip_missing: bool = True,
              name: str | None = None) -> dict[str, Any]:
-    """Fine-tune on several tasks (default: the 8 of the GLUE score) and tabulate them.
-
-    A task whose data is absent is skipped and listed (``skip_missing``), so an offline data dir
-    without MNLI/QQP still yields the other columns; the GLUE average is then marked partial.
-    With ``out``: ``glue.json``, ``glue.md`` and one folder per task, holding its
-    ``result.json`` and, with ``save_models``, the median run's model (``predict --model``).
-    """
+    """Fine-tune on several tasks (default: the 8 of the GLUE score) and tabulate them. A task
+    whose data is absent is skipped and listed (``skip_missing``), so an offline data dir without
+    MNLI/QQP still yields the other columns (a partial average). With ``out``: ``glue.json``,
+    ``glue.md`` and a folder per task: its ``result.json`` (and, ``save_models``, its model)."""
     if save_models and out is None:
         raise ValueError("save_models needs out: the folder the fine-tuned models go to")
     check_counts(seeds, max_train_examples)
@@ -62,7 +49,8 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
                              skip_missing=skip_missing,
                              label=name or (Path(str(checkpoint)).name if source else "model"))
         if folder is not None:
-            _save_glue(folder, summary)
+            write_file(folder / "glue.json", json.dumps(summary, indent=2) + "\n")
+            write_file(folder / "glue.md", summary["table"])
     return summary
 
 
@@ -86,11 +74,10 @@ def _run_tasks(pretrained, source, names: list[str], cfg: FinetuneConfig, *, out
         raise glue.GlueDataError(f"no GLUE task has its data here; {next(iter(missing.values()))}")
     # The row is named as the user named the checkpoint: the run, not its step_N directory.
     markdown, average, partial = table.format_table(results, name=label, missing=missing)
-    summary = {"checkpoint": source, "tasks_requested": names,
-               "glue_score": None if partial else average, "glue_average": average,
-               "glue_partial": partial,
-               "glue_average_over": [t for t in glue.GLUE_TASKS if t in results],
-               "scores": {t: r["score"] for t, r in results.items()}, "missing": missing,
-               "not_run": [t for t in glue.GLUE_TASKS if t not in names],
-               "table": markdown, "tasks": results}
-    return summary
+    return {"checkpoint": source, "tasks_requested": names,
+            "glue_score": None if partial else average, "glue_average": average,
+            "glue_partial": partial,
+            "glue_average_over": [t for t in glue.GLUE_TASKS if t in results],
+            "scores": {t: r["score"] for t, r in results.items()}, "missing": missing,
+            "not_run": [t for t in glue.GLUE_TASKS if t not in names],
+            "table": markdown, "tasks": results}

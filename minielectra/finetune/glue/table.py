@@ -10,12 +10,9 @@ import numpy as np
 from .data import GLUE_TASKS, get_task
 
 
-
 def glue_average(scores: dict[str, float]) -> tuple[float | None, list[str]]:
-    """The mean over the 8 GLUE-score tasks among ``scores`` (never WNLI), and those tasks.
-
-    It is the paper's "GLUE score" only when all 8 are there; fewer make a partial average.
-    """
+    """The mean over the 8 GLUE-score tasks among ``scores`` (never WNLI), and those tasks: the
+    paper's "GLUE score" only when all 8 are there; fewer make a partial average."""
     used = [t for t in GLUE_TASKS if t in scores]
     return (float(np.mean([scores[t] for t in used])) if used else None), used
 
@@ -50,12 +47,10 @@ def _footnotes(results: dict[str, dict], missing: dict[str, str], used: list[str
 
 def format_table(results: dict[str, dict], *, name: str = "model",
                  missing: dict[str, str] | None = None) -> tuple[str, float | None, bool]:
-    """The paper's Table 1/8 layout as Markdown: ``(markdown, average, partial)``.
-
-    ``results`` maps task -> a ``finetune`` result (``score``, ``scores``, ``train_subset``...),
-    ``missing`` task -> why its data is absent. Cells: the score, ``†`` when trained on a subset,
-    ``n/a`` for absent data, ``–`` for a task not run; the GLUE column gets ``*`` when partial.
-    """
+    """The paper's Table 1/8 layout as Markdown: ``(markdown, average, partial)``. ``results``
+    maps task -> a ``finetune`` result, ``missing`` task -> why its data is absent. Cells: the
+    score, ``†`` when trained on a subset, ``n/a`` for absent data, ``–`` for a task not run; the
+    GLUE column gets ``*`` when partial."""
     missing = missing or {}
     extra = [t for t in list(results) + list(missing) if t not in GLUE_TASKS]
     columns = list(GLUE_TASKS) + list(dict.fromkeys(extra))

@@ -1,29 +1,16 @@
 """Your own labelled data for ``minielectra finetune``: CSV, TSV or JSONL files, or a hub dataset.
 
 ``finetune --train FILE --dev FILE`` (or ``--task hf:<name>[:<config>]``) builds a
-:class:`UserTask`, a :class:`~.glue.Task` whose examples come from the files, so the GLUE recipe,
-metrics, seeds, JSON, saved model and ``predict`` all apply unchanged:
-
-- **Files**: the format is the extension (``.csv``, ``.tsv``, ``.jsonl``, each optionally
-  ``.gz``); CSV and TSV have a header line. Columns ``text``, optional ``text_pair`` and
-  ``label``, renamed with ``Columns`` (``--text-column`` and the like).
-- **Labels**: classes are the labels that occur in the training file, sorted (numerically when
-  they are all integers); a dev label that never occurs in training is an error. The task is
-  regression when ``regression=True`` (``--regression``) or when a label is a number with a
-  fraction (``0.5``, ``3.25``): integer labels (``0``/``1``, star ratings) are classes unless asked.
-  Regression targets are standardised by the training labels' mean and spread.
-- **Metrics**: accuracy (and F1 of the second class with two classes), or Pearson and Spearman
-  correlation for regression; the first is the score.
-
-Every problem with a file (missing column, a column named twice, empty file, an empty text or
-label, bad label, bytes that are not UTF-8) is a one-line ``ValueError`` naming the file, the line
-and the column. An empty text is refused rather than skipped: a row left out changes what is
-trained on and scored without a word, and the fix (fill it in, or remove it) is the user's.
+:class:`UserTask`, a :class:`~minielectra.finetune.task.Task` whose examples come from the
+files, so the GLUE recipe, metrics, seeds, saved model and ``predict`` apply unchanged. Formats,
+columns, labels and metrics: docs/guides/own-data.md. Regression targets are standardised by the
+training labels' mean and spread. Every problem with a file is a one-line ``ValueError`` naming
+the file, the line and the column; an empty text is refused rather than skipped (a row left out
+changes what is trained on and scored without a word).
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import errno
 import io
@@ -57,16 +44,10 @@ class UserTask(Task):
     dev_examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
 
 
-# ------------------------------------------------------------------------------------- reading
-
-
-def _format(path: Path) -> str:
+def file_kind(path: Path) -> str:
+    """The extension that names the format, ``.gz`` looked through: ``.csv`` for a.csv.gz."""
     suffixes = [s.lower() for s in path.suffixes] or [""]
-    kind = suffixes[-2] if suffixes[-1] == ".gz" and len(suffixes) > 1 else suffixes[-1]
-    if kind not in (".csv", ".tsv", ".jsonl"):
-        raise ValueError(f"{path}: unknown format {kind or '(no extension)'!r}; name the file "
-                         "*.csv, *.tsv or *.jsonl (optionally .gz)")
-    return kind
+    return suffixes[-2] if suffixes[-1] == ".gz" and len(suffixes) > 1 else suffixes[-1]
 
 
 def read_rows(path: str | Path) -> list[Row]:
@@ -77,7 +58,11 @@ def read_rows(path: str | Path) -> list[Row]:
                                 "(.csv, .tsv or .jsonl)", str(path))
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    kind, text = _format(path), read_text(path)
+    kind = file_kind(path)
+    if kind not in (".csv", ".tsv", ".jsonl"):
+        raise ValueError(f"{path}: unknown format {kind or '(no extension)'!r}; name the file "
+                         "*.csv, *.tsv or *.jsonl (optionally .gz)")
+    text = read_text(path)
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")
     rows = _jsonl_rows(path, text) if kind == ".jsonl" else _table_rows(path, text, kind)
@@ -145,9 +130,6 @@ def _jsonl_rows(path: Path, text: str) -> list[Row]:
     return rows
 
 
-# ------------------------------------------------------------------------------------- labels
-
-
 def _label_text(value: Any, where: str, column: str) -> str:
     """A label as the text that names its class: ``1``, ``1.0`` and ``"1"`` are one class."""
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -158,17 +140,14 @@ def _label_text(value: Any, where: str, column: str) -> str:
         raise ValueError(f"{where}, column {column!r}: the label is a JSON "
                          f"{type(value).__name__}, not a class name or a number")
     text = str(value).strip()
-    if _number(text) is None and _parses(text):  # nan, inf: neither a class nor a target
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):  # nan, inf: neither a class nor a target
         raise ValueError(f"{where}, column {column!r}: the label {text!r} is not a finite "
                          "number; fix or remove the row")
-    number = _number(text)
-    return str(int(number)) if number is not None and number.is_integer() else text
-
-
-def _parses(label: str) -> bool:
-    with contextlib.suppress(ValueError):
-        return float(label) is not None
-    return False
+    return str(int(number)) if number.is_integer() else text
 
 
 def _number(label: str) -> float | None:
@@ -202,9 +181,6 @@ def _class_names(labels: Iterable[str]) -> tuple[str, ...]:
     if all(_number(x) is not None and _number(x).is_integer() for x in names):
         return tuple(sorted(names, key=lambda x: float(x)))
     return tuple(sorted(names))
-
-
-# ------------------------------------------------------------------------------------- the task
 
 
 def _field(row: Row, column: str, role: str, flag: str) -> Any:
@@ -286,8 +262,6 @@ def task_from_files(train: str | Path, dev: str | Path, *, columns: Columns = Co
     return build_task(Path(train).name, train_rows, dev_rows, columns=columns,
                       regression=regression, train_source=str(train))
 
-
-# ------------------------------------------------------------------------------------- the hub
 
 HUB_DEV_SPLITS = ("validation", "dev", "valid", "test")
 

@@ -1,10 +1,8 @@
 """The inputs of ``minielectra predict --file F``: a table with a text column, or plain lines.
 
 - ``.csv``, ``.jsonl`` (each optionally ``.gz``): read as fine-tuning reads them
-  (:func:`.userdata.read_rows`: a header line, quoting, one JSON object a line); the text is
-  the ``text`` column, or the name the model was fine-tuned with (its task's input fields,
-  e.g. GLUE SST-2's ``sentence``), or ``text_column``; a pair task's second text likewise
-  (``text_pair``, ``sentence2``...). Other columns (a label, an id) are ignored.
+  (:func:`.data.read_rows`); the text is ``text_column``, the model's own input field (SST-2's
+  ``sentence``) or ``text``; a pair task's second text likewise. Other columns are ignored.
 - ``.tsv``: a table too when its first line names the text column; otherwise lines.
 - Anything else (``.txt``...): one input a line, ``A`` or ``A<TAB>B`` (:func:`read_lines`).
 """
@@ -17,15 +15,10 @@ from pathlib import Path
 from typing import Sequence
 
 from ..task import read_text
-from .data import Row, read_rows
+from .data import Row, file_kind, read_rows
 
 Pair = tuple[str, "str | None"]
 TABLES = (".csv", ".tsv", ".jsonl")
-
-
-def _kind(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes] or [""]
-    return suffixes[-2] if suffixes[-1] == ".gz" and len(suffixes) > 1 else suffixes[-1]
 
 
 def read_lines(path: str | Path) -> list[Pair]:
@@ -69,7 +62,7 @@ def read_inputs(path: str | Path, *, inputs: Sequence[str] = (), pair: bool = Fa
     """The inputs in ``path`` (see the module doc). ``inputs``: the model's own field names;
     ``pair``: whether it scores pairs (then the second column is needed too)."""
     path = Path(path)
-    kind = _kind(path)
+    kind = file_kind(path)
     if kind not in TABLES:
         return read_lines(path)
     texts = [text_column] if text_column else [*inputs[:1], "text"]

@@ -1,21 +1,12 @@
 """SQuAD 1.1 and 2.0 data: the official JSON, checked, as a flat list of questions.
 
-Rajpurkar et al. 2016 (SQuAD 1.1) and 2018 (SQuAD 2.0); the ELECTRA paper's second benchmark
-(section 3.1). Official code: google-research/electra ``finetune/qa/qa_tasks.py``.
-
-Where the data comes from:
-
-- a file in the official format (``.json`` or ``.json.gz``): ``{"version", "data": [article]}``,
-  an article ``{"title", "paragraphs": [{"context", "qas": [{"id", "question", "answers":
-  [{"text", "answer_start"}], "is_impossible"}]}]}`` (``is_impossible``: 2.0 only);
-- a data directory: ``squad/dev-v1.1.json(.gz)`` and ``squad/dev-v2.0.json(.gz)``;
-- the hub datasets ``rajpurkar/squad`` and ``rajpurkar/squad_v2`` (through ``datasets``), turned
-  back into the official nesting so that one reader and one scorer serve all three.
-
-Bad input gets one line naming the file and the key: not SQuAD JSON, an empty context, a question
-id seen twice. An ``answer_start`` whose text is not at that place in the context is counted,
-warned about once, and the question is left out of *training* (its gold texts still score, as in
-the official scripts, which read only the texts).
+Rajpurkar et al. 2016 and 2018; official code: google-research/electra ``finetune/qa/qa_tasks.py``.
+A file in the official format (``.json`` or ``.json.gz``), a data directory
+(``squad/dev-v1.1.json``, ``squad/dev-v2.0.json``) or the hub (``rajpurkar/squad``,
+``rajpurkar/squad_v2``, nested back into the official format): one reader and one scorer serve
+all three. Bad input is one line naming the file and the key; an ``answer_start`` that does not
+point at its text is warned about once and its question left out of *training* only (the
+official scripts score the gold texts alone).
 """
 
 from __future__ import annotations
@@ -58,10 +49,6 @@ class SquadSet:
     bad_starts: int = 0  # answers whose answer_start does not point at their text
 
     @property
-    def version(self) -> str:
-        return str(self.dataset.get("version", ""))
-
-    @property
     def is_v2(self) -> bool:
         return is_v2(self.dataset)
 
@@ -85,14 +72,6 @@ def _read_any(path: str | Path):
         return json.loads(raw.decode("utf-8"))
     except (OSError, EOFError, UnicodeDecodeError, ValueError) as e:
         raise ValueError(f"{path}: not JSON ({type(e).__name__}: {e})") from None
-
-
-def read_json(path: str | Path) -> dict:
-    """A SQuAD ``.json`` or ``.json.gz`` file as a dict; anything else is one clear error."""
-    data = _read_any(path)
-    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-        raise ValueError(f"{path}: not SQuAD JSON (no top-level 'data' list of articles)")
-    return data
 
 
 def read_json_object(path: str | Path, what: str) -> dict:
@@ -157,19 +136,19 @@ def trainable(examples: list[QAExample]) -> list[QAExample]:
 
 
 def load_file(path: str | Path) -> SquadSet:
-    return parse(read_json(path), source=str(path))
+    """A SQuAD ``.json`` or ``.json.gz`` file, checked; anything else is one clear error."""
+    data = _read_any(path)
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ValueError(f"{path}: not SQuAD JSON (no top-level 'data' list of articles)")
+    return parse(data, source=str(path))
 
 
 def data_dir_file(task: str, data_dir: str | Path | None = None) -> Path | None:
     """``squad/dev-v1.1.json`` (or ``.json.gz``) in the data directory, if there."""
     root = find_data_dir(data_dir)
-    if root is None:
-        return None
-    for suffix in ("", ".gz"):
-        p = Path(root) / "squad" / (DEV_FILES[task] + suffix)
-        if p.is_file():
-            return p
-    return None
+    found = [] if root is None else [Path(root) / "squad" / (DEV_FILES[task] + suffix)
+                                     for suffix in ("", ".gz")]
+    return next((p for p in found if p.is_file()), None)
 
 
 def from_hub(task: str, split: str) -> SquadSet:

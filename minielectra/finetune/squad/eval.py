@@ -1,25 +1,13 @@
 """Scoring SQuAD predictions exactly as the official evaluation scripts do.
 
-SQuAD 1.1 (``evaluate-v1.1.py``) and 2.0 (``evaluate-v2.0.py``); google-research/electra ships
-both as ``finetune/qa/squad_official_eval_v1.py`` and ``squad_official_eval.py``. The version is
-taken from the data file. The rules:
-
-- an answer is *normalised*: lower case, punctuation (``string.punctuation``) removed, the
-  articles a/an/the removed, whitespace collapsed;
-- exact match (EM) compares normalised strings, F1 the bags of normalised tokens; each question
-  scores the maximum over its gold answers;
-- 1.1: keys ``exact_match`` and ``f1``, averaged over *all* questions (a missing prediction
-  scores 0 and is reported on stderr);
-- 2.0: an unanswerable question has the empty string as its only gold answer (so does one whose
-  golds all normalise to nothing); keys ``exact``, ``f1``, ``total`` and the same over the
-  ``HasAns_*`` and ``NoAns_*`` questions. With a no-answer file (``{id: P(no answer)}``) a
-  question whose probability exceeds ``na_prob_thresh`` (default 1.0) counts as answered
-  "no answer", and ``best_exact``/``best_f1`` give the scores at the best threshold, with
-  ``best_exact_thresh``/``best_f1_thresh``. A missing prediction is left out of the scores, as
-  the official script does (``total`` then counts the predicted questions); the official script
-  then stops with a KeyError in ``HasAns``, we leave such questions out there too.
-
-All scores are percentages, as the official scripts print them.
+SQuAD 1.1 (``evaluate-v1.1.py``) and 2.0 (``evaluate-v2.0.py``; google-research/electra ships
+both in ``finetune/qa/``); the version is taken from the data file. Answers are normalised (lower
+case, no punctuation or articles, single spaces); exact match compares them, F1 their bags of
+tokens, each question scoring its best gold answer. 1.1 averages over *all* questions (a missing
+prediction scores 0). 2.0: an unanswerable question's gold answer is ``""``; with a no-answer
+file a question above ``na_prob_thresh`` counts as "no answer", and ``best_exact``/``best_f1``
+are the scores at the best threshold. A missing 2.0 prediction is left out (the official script
+stops with a KeyError in ``HasAns``). Scores are percentages, as the scripts print them.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """Questions and passages as model inputs: ``[CLS] question [SEP] window [SEP]``.
 
 The official recipe (google-research/electra ``finetune/qa/qa_tasks.py``, after BERT's
-``run_squad.py``): the question first (at most ``max_query_len`` tokens), then a window of the
-passage; a passage longer than the room left is cut into overlapping windows, each starting
-``doc_stride`` tokens after the previous one (never more than a window, so no token is skipped).
-A token can sit in several windows; it is *scored* only in the one where it has the most context
-on both sides (``is_max_context``).
+``run_squad.py``): the question (at most ``max_query_len`` tokens), then a window of the passage;
+windows start ``doc_stride`` tokens apart, and a token is *scored* only in the window where it has
+the most context (``is_max_context``). Training labels: the first and last token of the first
+answer; a window without the whole answer, or an unanswerable question, points at ``[CLS]``.
 
-We differ from the official code in how tokens find their characters: it splits the passage on
-whitespace, WordPiece-tokenises each word and maps tokens back through word indices; we take each
-token's character span in the original passage from the tokenizer (``encode_offsets``), so an
-answer is cut from the passage exactly, accents, case and whitespace runs included.
-
-Training labels: the first answer's character span becomes the first and last token it overlaps;
-a window that does not hold the whole answer (and any unanswerable question) is labelled
-"no answer", position 0 (``[CLS]``), as BERT does for 2.0.
+We differ from the official code, which maps tokens to characters through whitespace-split words:
+each token's character span comes from the tokenizer (``encode_offsets``), so an answer is cut
+from the passage exactly, accents, case and whitespace runs included.
 """
 
 from __future__ import annotations

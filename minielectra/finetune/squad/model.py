@@ -1,21 +1,12 @@
 """The span head for extractive question answering, its loss, and the saved model.
 
-ELECTRA paper section 3.1 (SQuAD), official code: google-research/electra
-``finetune/qa/qa_tasks.py`` (``get_prediction_module``). The head is one linear layer from each
-final discriminator vector to two logits, "the answer starts here" and "the answer ends here";
-each is a softmax over the positions of one window, trained by cross-entropy against the gold
-positions, the two losses averaged.
-
-**No answer (SQuAD 2.0): BERT's null score at ``[CLS]``.** An unanswerable window is labelled
-start = end = 0, so ``start[0] + end[0]`` scores "no answer", and at prediction the question gets
-``"" `` when that null score beats the best span by more than a threshold chosen on the dev set.
-The official ELECTRA code goes further, and we deliberately do not: its end logits are
-conditioned on the start (a 512-unit layer over ``[start vector; end vector]``, beam search at
-prediction) and an *answerability classifier* on ``[CLS]`` plus the start-weighted vector, trained
-with weight 0.5. The simpler head is the one transformers' ``ElectraForQuestionAnswering`` has.
-
-Positions outside the passage (question, padding) get a large negative logit, as officially;
-``[CLS]`` stays open so that "no answer" can be learnt and scored.
+ELECTRA paper section 3.1, official code: google-research/electra ``finetune/qa/qa_tasks.py``.
+One linear layer gives each position a start and an end logit; each is a softmax over the window,
+trained by cross-entropy, the two averaged. Positions outside the passage get a large negative
+logit, as officially; ``[CLS]`` stays open: an unanswerable window points there (BERT's null
+score for 2.0). We deliberately keep this simpler head (transformers'
+``ElectraForQuestionAnswering``), not the official one's start-conditioned end logits, beam search
+and answerability classifier (tutorial chapter 7).
 
 Axis letters: b batch, n sequence, d width.
 """
@@ -30,22 +21,16 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save
 from torch import nn
 
 from ...config import ModelConfig
-from ...data.files import sha256_sums
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
-from ...model.gdes import plain_state_dict
-from ...model.storage import CHECKSUMS, VOCAB, canonical_safetensors, verify_checksums
-from ...safeio import write_file
 from ...model.transformer import Encoder
 from ...overrides import from_dict
-from ..classifier import FinetuneConfig
+from ..classifier import FinetuneConfig, load_encoder, model_config
+from ..saved import META, load_weights, write_model
 
-WEIGHTS, META = "model.safetensors", "finetune.json"
 NEG = -10000.0  # the official mask value (1000 there, on logits of the same scale)
 
 
@@ -103,17 +88,7 @@ def span_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, starts: torc
 def build_span_qa(pretrained: Electra, cfg: FinetuneConfig) -> SpanQA:
     """A :class:`SpanQA` holding a copy of ``pretrained``'s discriminator encoder (with
     ``from_scratch``, a fresh one of the same shape). Seed torch first: the head is random."""
-    mcfg = pretrained.config
-    if cfg.encoder_dropout is not None:
-        mcfg = dataclasses.replace(mcfg, dropout=cfg.encoder_dropout,
-                                   attention_dropout=cfg.encoder_dropout)
-    model = SpanQA(mcfg)
-    source = (Electra(pretrained.config) if cfg.from_scratch else pretrained).discriminator
-    model.encoder.load_state_dict(plain_state_dict(source.encoder))  # GDES residuals folded in
-    return model
-
-
-# ------------------------------------------------------------------------------ on disk
+    return load_encoder(SpanQA(model_config(pretrained, cfg)), pretrained, cfg)
 
 
 @dataclass
@@ -130,19 +105,10 @@ class FinetunedQA:
 
 def save_qa(qa: FinetunedQA, path: str | Path, *, result: dict | None = None) -> Path:
     """Weights, configs, the no-answer threshold, the tokenizer and checksums in ``path``."""
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    write_file(path / WEIGHTS, canonical_safetensors(
-        save({k: v.contiguous() for k, v in qa.model.state_dict().items()})))
-    meta = {"task": qa.task, "kind": "span_qa", "na_prob_threshold": qa.na_prob_threshold,
-            "model": dataclasses.asdict(qa.model.config),
-            "finetune": dataclasses.asdict(qa.config), "squad": dataclasses.asdict(qa.squad),
-            "result": result}
-    write_file(path / META, json.dumps(meta, indent=2) + "\n")
-    qa.tokenizer.save(path)
-    sums = sha256_sums(path, [WEIGHTS, VOCAB])
-    write_file(path / CHECKSUMS, json.dumps({"sha256": sums}, indent=2) + "\n")
-    return path
+    return write_model(path, qa.model, qa.tokenizer, {
+        "task": qa.task, "kind": "span_qa", "na_prob_threshold": qa.na_prob_threshold,
+        "model": dataclasses.asdict(qa.model.config), "finetune": dataclasses.asdict(qa.config),
+        "squad": dataclasses.asdict(qa.squad), "result": result})
 
 
 def is_qa_model(path: str | Path) -> bool:
@@ -165,11 +131,6 @@ def load_qa(path: str | Path, *, device: str = "cpu") -> FinetunedQA:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"{path / META}: not a fine-tuned question answerer "
                          f"({type(e).__name__}: {e})") from None
-    verify_checksums(path, [WEIGHTS, VOCAB])
-    model = SpanQA(mcfg)
-    try:
-        model.load_state_dict(load_file(path / WEIGHTS))
-    except SafetensorError as e:
-        raise ValueError(f"{path / WEIGHTS}: damaged or truncated ({e})") from None
+    model = load_weights(path, SpanQA, mcfg)
     return FinetunedQA(model.to(device).eval(), WordPieceTokenizer.load(path), task, cfg, squad,
                        thresh)

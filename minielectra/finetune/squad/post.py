@@ -1,17 +1,12 @@
 """From start and end logits to answers: n-best spans, best over windows, no-answer odds.
 
 Official code: google-research/electra ``finetune/qa/qa_metrics.py`` (``write_predictions``),
-after BERT's ``run_squad.py``. For each question, every window proposes its ``n_best`` start and
-``n_best`` end positions; a pair is a candidate when both are passage tokens, the start is
-scored in this window (``is_max_context``), ``start <= end`` and the span is at most
-``max_answer_len`` tokens. The best candidate over all windows (score ``start + end logit``)
-is the answer, its text cut from the original passage by character offsets.
-
-SQuAD 2.0: the null score is the smallest ``start[0] + end[0]`` over the windows, and
-``score_diff = null - best span`` the no-answer log-odds; we write ``sigmoid(score_diff)`` as the
-"probability of no answer" (``na_probs.json``, what the official 2.0 script reads; any monotone
-map gives the same thresholds and scores). The question is answered ``""`` above a threshold,
-chosen on the dev set (the official script's ``best_f1_thresh``) and stored with the model.
+after BERT. A span is a candidate when start and end are passage tokens among a window's
+``n_best``, the start is scored in that window (``is_max_context``), ``start <= end`` and it is at
+most ``max_answer_len`` tokens; the best over all windows is the answer, cut from the passage by
+character offsets. SQuAD 2.0: ``sigmoid(null - best span)``, the null score being the smallest
+``start[0] + end[0]``, is P(no answer) (``na_probs.json``); above a threshold chosen on the dev
+set the answer is ``""``.
 
 Axis letters: n sequence.
 """
@@ -58,10 +53,7 @@ def window_candidates(start_logits: np.ndarray, end_logits: np.ndarray, window: 
 def question_spans(example: QAExample, windows: list[tuple[int, Window]], logits, *,
                    n_best: int = 20, max_answer_len: int = 30) -> tuple[list[Span], float]:
     """The n-best distinct answers of one question, best first, and its null score.
-
-    ``windows``: ``(index, window)`` pairs of this question; ``logits[index]``: its
-    ``(start (n,), end (n,))`` logits.
-    """
+    ``windows``: its ``(index, window)`` pairs; ``logits[index]``: ``(start (n,), end (n,))``."""
     spans, null = [], math.inf
     for index, win in windows:
         start, end = logits[index]

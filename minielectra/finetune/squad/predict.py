@@ -1,10 +1,8 @@
 """Answering a question about a passage with a fine-tuned SQuAD model.
 
-``minielectra predict --model DIR QUESTION PASSAGE`` is :func:`run_answer`. The passage is cut
-into windows and the answer chosen exactly as in scoring (:mod:`.squad_post`); for a 2.0 model the
-answer is ``""`` when P(no answer) exceeds the threshold stored with the model. :func:`answer`
-also returns the per-token view: the start and end probabilities over the passage tokens of the
-window that holds the answer (what :mod:`minielectra.viz.squad` draws).
+``minielectra predict --model DIR QUESTION PASSAGE`` is :func:`run_answer`: windows and answer
+exactly as in scoring (:mod:`.post`). :func:`answer` also returns the start and end probabilities
+over the answer's window (what :mod:`minielectra.viz.squad` draws).
 """
 
 from __future__ import annotations
@@ -23,9 +21,8 @@ from .post import na_probability, question_spans, softmax
 
 def _token_view(qa: FinetunedQA, window, logits, span) -> dict[str, Any]:
     """Passage tokens of one window with P(start) and P(end) (softmax over the window)."""
-    start, end = logits
-    p_start = np.exp(start - start.max()) / np.exp(start - start.max()).sum()  # (n,)
-    p_end = np.exp(end - end.max()) / np.exp(end - end.max()).sum()
+    e_start, e_end = (np.exp(x - x.max()) for x in logits)  # (n,) each
+    p_start, p_end = e_start / e_start.sum(), e_end / e_end.sum()
     keep = [i for i, o in enumerate(window.offsets) if o is not None]
     tokens = qa.tokenizer.convert_ids_to_tokens([window.input_ids[i] for i in keep])
     return {"tokens": tokens, "offsets": [list(window.offsets[i]) for i in keep],

@@ -1,14 +1,10 @@
-"""Fine-tuning the discriminator on SQuAD 1.1 or 2.0, and answering new questions.
+"""Fine-tuning the discriminator on SQuAD 1.1 or 2.0, and scoring it on the dev set.
 
 ELECTRA paper section 3.1 and appendix Table 7; official code: google-research/electra
-``configure_finetuning.py`` (for ``squad``: 2 epochs, max length 512) and ``finetune/qa/``. The
-recipe for Small is the GLUE one (:mod:`.classifier`: lr 3e-4, layer-wise decay 0.8, batch 32,
-warmup 10%, summed loss, the official Adam) with 2 epochs and windows of 384 tokens, stride 128
-(BERT's numbers; the official ELECTRA code uses 512). A model with fewer positions (the bundled
-one has 128) gets windows as long as it can read.
-
-The pieces: data :mod:`.squad_data`, windows :mod:`.squad_features`, head and saved model
-:mod:`.squad_model`, answers :mod:`.squad_post`, scores :mod:`.squad_eval`.
+``configure_finetuning.py`` and ``finetune/qa/``. The recipe for Small is the GLUE one
+(:mod:`..classifier`) with 2 epochs and windows of 384 tokens, stride 128 (BERT's numbers; the
+official ELECTRA code uses 512). A model with fewer positions (the bundled one has 128) gets
+windows as long as it can read.
 
 Axis letters: b batch, n sequence.
 """
@@ -23,18 +19,13 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
-from torch import nn
 
-from ...data.tokenizer import WordPieceTokenizer
-from ...model.electra import Electra
-from ...objectives.compute import load_model
 from ...overrides import apply_overrides, override_keys
 from ...safeio import write_file
-from ...training.checkpoints import load_checkpoint
-from ...training.optim import AdamWeightDecay
 from . import data as squad_data, eval as squad_eval
-from ..classifier import (FinetuneConfig, layerwise_param_groups,
-                         lr_factor, optimizer_step)
+from ..classifier import FinetuneConfig, device_of, lr_factor, make_optimizer, optimizer_step
+from ..classifier import collate as collate_rows
+from ..train import batch_order, get_tokenizer, open_checkpoint
 from .data import SquadSet
 from .features import Window, make_all_windows
 from .model import FinetunedQA, SpanQA, SquadConfig, build_span_qa, save_qa, span_loss
@@ -47,15 +38,7 @@ RECIPE = {"max_seq_len": 384, "epochs": 2}  # what SQuAD changes in the GLUE rec
 
 def collate(windows: Sequence[Window], pad_id: int) -> dict[str, torch.Tensor]:
     """Pad a batch of windows to the longest; labels as ``starts``/``ends``."""
-    n = max(len(w.input_ids) for w in windows)
-    ids = torch.full((len(windows), n), pad_id, dtype=torch.long)
-    types = torch.zeros_like(ids)
-    mask = torch.zeros_like(ids)
-    for row, w in enumerate(windows):
-        ids[row, :len(w.input_ids)] = torch.tensor(w.input_ids)
-        types[row, :len(w.input_ids)] = torch.tensor(w.token_type_ids)
-        mask[row, :len(w.input_ids)] = 1
-    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types,
+    return {**collate_rows([(w.input_ids, w.token_type_ids) for w in windows], pad_id),
             "starts": torch.tensor([w.start for w in windows]),
             "ends": torch.tensor([w.end for w in windows])}
 
@@ -66,12 +49,9 @@ def train_span_qa(model: SpanQA, windows: list[Window], cfg: FinetuneConfig, *, 
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
     epochs = cfg.epochs or RECIPE["epochs"]
-    order = [idx for _ in range(epochs)
-             for idx in torch.randperm(len(windows), generator=gen).split(cfg.batch_size)]
+    order = batch_order(len(windows), cfg.batch_size, epochs, gen)
     total, warmup = len(order), int(cfg.warmup_fraction * len(order))
-    opt = AdamWeightDecay(layerwise_param_groups(model, cfg), lr=cfg.learning_rate,
-                          betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
-                          bias_correction=cfg.bias_correction)
+    opt = make_optimizer(model, cfg)
     peaks = [g["lr"] for g in opt.param_groups]
     model.train()
     losses = []
@@ -144,26 +124,6 @@ def load_sets(task: str, squad: SquadConfig, *, train=None, dev=None, data_dir=N
     return sets
 
 
-def _open(checkpoint) -> tuple[Electra, str | None]:
-    if isinstance(checkpoint, nn.Module):
-        return checkpoint, None
-    model, path = load_checkpoint(checkpoint, load_model)  # a run still pruning: its newest
-    return model, str(path)
-
-
-def _tokenizer(pretrained: Electra, cfg: FinetuneConfig):
-    """``finetune.vocab`` if set, else the tokenizer that came with the checkpoint."""
-    tokenizer = (WordPieceTokenizer.from_vocab_file(cfg.vocab) if cfg.vocab
-                 else getattr(pretrained, "tokenizer", None))
-    if tokenizer is None:
-        raise ValueError("the checkpoint has no tokenizer; pass one with "
-                         "--set finetune.vocab=PATH/vocab.txt")
-    if tokenizer.vocab_size > pretrained.config.vocab_size:
-        raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens but the model only "
-                         f"{pretrained.config.vocab_size} embeddings")
-    return tokenizer
-
-
 def _configs(overrides: Sequence[str], max_positions: int) -> tuple[FinetuneConfig, SquadConfig]:
     """The GLUE recipe, SQuAD's length and epochs unless ``--set`` says otherwise."""
     cfg, squad, given = FinetuneConfig(), SquadConfig(), override_keys(overrides)
@@ -187,16 +147,13 @@ def finetune_squad(checkpoint, task: str = "squad", *, out=None, seed: int = 0,
                    overrides: Sequence[str] = (), train=None, dev=None, data_dir=None,
                    max_train_examples: int | None = None, progress: bool = True,
                    save_model: bool = True) -> dict[str, Any]:
-    """Fine-tune ``checkpoint`` on SQuAD (``task``: squad or squad_v2), score the dev set.
-
-    With ``out``: ``result.json``, ``predictions.json`` (and for 2.0 ``na_probs.json``), in the
-    official formats, and the model (for ``minielectra predict``).
-    """
+    """Fine-tune ``checkpoint`` on SQuAD (``task``: squad or squad_v2), score the dev set. With
+    ``out``: ``result.json``, ``predictions.json`` (2.0: ``na_probs.json``) and the model."""
     if task not in TASKS:
         raise ValueError(f"unknown question-answering task {task!r}: {' or '.join(TASKS)}")
-    pretrained, source = _open(checkpoint)
+    pretrained, source = open_checkpoint(checkpoint)
     cfg, squad = _configs(overrides, pretrained.config.max_position_embeddings)
-    tokenizer = _tokenizer(pretrained, cfg)
+    tokenizer = get_tokenizer(pretrained, cfg)
     train_set, dev_set = load_sets(task, squad, train=train, dev=dev, data_dir=data_dir)
     examples = squad_data.trainable(train_set.examples)
     if max_train_examples is not None:
@@ -206,9 +163,7 @@ def finetune_squad(checkpoint, task: str = "squad", *, out=None, seed: int = 0,
                                stride=squad.doc_stride, max_query_len=squad.max_query_len,
                                training=True)
     torch.manual_seed(seed)
-    device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available()
-                                                      else "cpu")
-    model = build_span_qa(pretrained, cfg).to(device)
+    model = build_span_qa(pretrained, cfg).to(device_of(cfg.device))
     t0 = time.perf_counter()
     info = train_span_qa(model, windows, cfg, seed=seed, pad_id=tokenizer.pad_id,
                          progress=progress)
