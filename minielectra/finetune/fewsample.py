@@ -4,7 +4,7 @@
 Re-initialising the top layers (``reinit_layers=K``, here; ELECTRA has no pooler, so only encoder
 layers), bias-corrected Adam (``bias_correction=true``: the official optimiser has none, which
 makes a short run's first updates much larger than the learning rate says) and more steps
-(``epochs=N``). :data:`RECIPES` names the combinations ``research/transfer.py`` measures.
+(``epochs=N``).
 """
 
 from __future__ import annotations
@@ -12,15 +12,6 @@ from __future__ import annotations
 from torch import nn
 
 from ..model.transformer import init_weights
-
-# name -> finetune.* overrides (on top of the paper's recipe)
-RECIPES: dict[str, tuple[str, ...]] = {
-    "paper": (),
-    "10 epochs": ("finetune.epochs=10",),
-    "20 epochs": ("finetune.epochs=20",),
-    "10 epochs, top layer re-initialised": ("finetune.epochs=10", "finetune.reinit_layers=1"),
-    "10 epochs, bias-corrected Adam": ("finetune.epochs=10", "finetune.bias_correction=true"),
-}
 
 
 def prepare(model: nn.Module, cfg, *, initializer_range: float) -> None:
