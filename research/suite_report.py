@@ -83,16 +83,16 @@ def summarise(runs: list[dict], floor: list[dict]) -> dict:
             if not row["random"] and base is not None:
                 row[name]["gain"] = paired(avg, group_average(base, group))
         rows.append(row)
-    return {"rows": rows, "floor": floor, "electra_vs_mlm": electra_vs_mlm(cells)}
+    return {"rows": rows, "floor": floor, "electra_vs_mlm": electra_vs_mlm(cells),
+            "len128_vs_len32": len128_vs_len32(cells)}
 
 
-def electra_vs_mlm(cells: dict) -> dict | None:
-    """ELECTRA minus MLM on the suite average, paired by pre-training seed and fine-tuning seed
-    (the arms named electra-sK / bundled (seed 0) and mlm-sK)."""
-    electra = {"bundled": 0, **{f"electra-s{k}": k for k in range(1, 10)}}
+def by_pretraining_seed(cells: dict, pairs: dict[int, tuple[str, str]]) -> dict | None:
+    """Arm A minus arm B on the suite average, paired by pre-training seed k (``pairs``: k ->
+    (A, B)) and by fine-tuning seed; the pairs of every k pooled for one paired t-test."""
     diffs = {}
-    for arm, k in electra.items():
-        e, m = cells.get((arm, "reinit-1")), cells.get((f"mlm-s{k}", "reinit-1"))
+    for k, (a, b) in pairs.items():
+        e, m = cells.get((a, "reinit-1")), cells.get((b, "reinit-1"))
         if e is None or m is None:
             continue
         pair = paired(group_average(e, SUITE), group_average(m, SUITE))
@@ -105,6 +105,23 @@ def electra_vs_mlm(cells: dict) -> dict | None:
                                                  "p": float("nan")}
     return {"by_pretraining_seed": diffs, "mean": test["mean"], "sd": test["sd"],
             "p": test["p"], "wins": sum(d > 0 for d in flat), "n": len(flat)}
+
+
+def _electra(k: int, length: int = 32) -> str:
+    """The ELECTRA arm of pre-training seed k: bundled is seed 0 at length 32."""
+    if length == 128:
+        return "electra-len128" if k == 0 else f"electra-len128-s{k}"
+    return "bundled" if k == 0 else f"electra-s{k}"
+
+
+def electra_vs_mlm(cells: dict) -> dict | None:
+    """ELECTRA minus MLM at equal pre-training FLOPs (electra-sK / bundled against mlm-sK)."""
+    return by_pretraining_seed(cells, {k: (_electra(k), f"mlm-s{k}") for k in range(10)})
+
+
+def len128_vs_len32(cells: dict) -> dict | None:
+    """ELECTRA pre-trained at length 128 minus length 32, at equal pre-training FLOPs."""
+    return by_pretraining_seed(cells, {k: (_electra(k, 128), _electra(k)) for k in range(10)})
 
 
 def _fmt(x, digits=1):
@@ -145,11 +162,16 @@ def markdown(summary: dict) -> str:
     lines += ["", "Recipes: " + "; ".join(f"`{k}` = {', '.join(v) or 'the paper’s'}"
                                           for k, v in RECIPES.items()) +
               f"; every run {', '.join(PROTOCOL)}."]
-    evm = summary["electra_vs_mlm"]
-    if evm:
-        lines.append(f"\nELECTRA − MLM on the suite average: {evm['mean']:+.1f} ± {evm['sd']:.1f} "
-                     f"(p {evm['p']:.2g}; ELECTRA ahead in {evm['wins']} of {evm['n']} "
-                     "pre-training × fine-tuning seed pairs).")
+    for key, what, ahead in (("electra_vs_mlm", "ELECTRA − MLM", "ELECTRA"),
+                             ("len128_vs_len32", "ELECTRA at length 128 − length 32",
+                              "length 128")):
+        d = summary.get(key)
+        if d:
+            sd = "" if d["sd"] != d["sd"] else f" ± {d['sd']:.1f}"
+            p = "" if d["p"] != d["p"] else f"p {d['p']:.2g}; "
+            lines.append(f"\n{what} on the suite average: {d['mean']:+.1f}{sd} ({p}{ahead} "
+                         f"ahead in {d['wins']} of {d['n']} pre-training × fine-tuning seed "
+                         "pairs).")
     return "\n".join(lines) + "\n"
 
 
