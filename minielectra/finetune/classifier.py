@@ -151,13 +151,6 @@ def build_classifier(pretrained, task: Task, cfg: FinetuneConfig) -> SequenceCla
     return load_encoder(model, pretrained, cfg)
 
 
-def device_of(name: str) -> torch.device:
-    """``finetune.device``: ``"auto"`` is CUDA when there is one."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 def layerwise_param_groups(model: SequenceClassifier, cfg: FinetuneConfig) -> list[dict]:
     """Optimizer groups, one per (depth, decay) pair, each with its own peak ``lr``: depth 0 is
     the embeddings and their projection, ``i + 1`` encoder layer ``i``, the head on top. No weight

@@ -30,7 +30,8 @@ from ..safeio import write_file
 from ..training.checkpoints import load_checkpoint, resolve_checkpoint
 from ..training.compiling import compile_module, decide_finetune
 from . import fewsample, metrics
-from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate, device_of,
+from ..training.device import device_named
+from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate,
                          lr_factor, make_optimizer, optimizer_step, task_loss)
 from .epochs import EpochScores
 from .glue.data import load_split
@@ -216,7 +217,7 @@ def get_tokenizer(pretrained, cfg: FinetuneConfig):
 def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneConfig, *,
              seed: int, out: Path | None, progress: bool) -> dict[str, Any]:
     torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
-    model = build_classifier(pretrained, task, cfg).to(device_of(cfg.device))
+    model = build_classifier(pretrained, task, cfg).to(device_named(cfg.device))
     fewsample.prepare(model, cfg, initializer_range=pretrained.config.initializer_range)
     pad = tokenizer.pad_id
     choose = None if data.choice is None else (
@@ -311,7 +312,7 @@ def choose_compile(cfg: FinetuneConfig, task: Task, data: TaskData, model_cfg,
     :mod:`minielectra.training.compiling` decides, said in one line; off on a GPU (not measured)."""
     if cfg.compile is not None:
         return cfg
-    if device_of(cfg.device).type != "cpu" or not data.train:
+    if device_named(cfg.device).type != "cpu" or not data.train:
         return dataclasses.replace(cfg, compile=False)
     steps = math.ceil(len(data.train) / cfg.batch_size) * (cfg.epochs or task.epochs)
     length = float(np.mean([len(ids) for ids, _ in data.train]))

@@ -16,11 +16,16 @@ import torch
 from ..config import TrainConfig
 
 
+def device_named(name: str) -> torch.device:
+    """``auto`` -> cuda when available, else cpu; any other name as torch reads it."""
+    return torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto"
+                        else name)
+
+
 def resolve_device(t: TrainConfig) -> torch.device:
-    """``auto`` -> cuda when available; refuse a device or precision this machine lacks (the
-    value itself is checked by ``TrainConfig.validate``)."""
-    name = ("cuda" if torch.cuda.is_available() else "cpu") if t.device == "auto" else t.device
-    device = torch.device(name)
+    """:func:`device_named`, refusing a device or precision this machine lacks (the value itself
+    is checked by ``TrainConfig.validate``)."""
+    device = device_named(t.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("train.device=cuda requested but no CUDA GPU is available "
                            "(use --device cpu)")

@@ -23,7 +23,8 @@ import torch
 from ...overrides import apply_overrides, override_keys
 from ...safeio import write_file
 from . import data as squad_data, eval as squad_eval
-from ..classifier import FinetuneConfig, device_of, lr_factor, make_optimizer, optimizer_step
+from ...training.device import device_named
+from ..classifier import FinetuneConfig, lr_factor, make_optimizer, optimizer_step
 from ..classifier import collate as collate_rows
 from ..train import batch_order, get_tokenizer, open_checkpoint
 from .data import SquadSet
@@ -163,7 +164,7 @@ def finetune_squad(checkpoint, task: str = "squad", *, out=None, seed: int = 0,
                                stride=squad.doc_stride, max_query_len=squad.max_query_len,
                                training=True)
     torch.manual_seed(seed)
-    model = build_span_qa(pretrained, cfg).to(device_of(cfg.device))
+    model = build_span_qa(pretrained, cfg).to(device_named(cfg.device))
     t0 = time.perf_counter()
     info = train_span_qa(model, windows, cfg, seed=seed, pad_id=tokenizer.pad_id,
                          progress=progress)
