@@ -83,8 +83,7 @@ def summarise(runs: list[dict], floor: list[dict]) -> dict:
             if not row["random"] and base is not None:
                 row[name]["gain"] = paired(avg, group_average(base, group))
         rows.append(row)
-    return {"rows": rows, "floor": floor, "electra_vs_mlm": electra_vs_mlm(cells),
-            "len128_vs_len32": len128_vs_len32(cells)}
+    return {"rows": rows, "floor": floor, **comparisons(cells)}
 
 
 def by_pretraining_seed(cells: dict, pairs: dict[int, tuple[str, str]]) -> dict | None:
@@ -107,21 +106,30 @@ def by_pretraining_seed(cells: dict, pairs: dict[int, tuple[str, str]]) -> dict 
             "p": test["p"], "wins": sum(d > 0 for d in flat), "n": len(flat)}
 
 
-def _electra(k: int, length: int = 32) -> str:
-    """The ELECTRA arm of pre-training seed k: bundled is seed 0 at length 32."""
-    if length == 128:
-        return "electra-len128" if k == 0 else f"electra-len128-s{k}"
+def _electra(k: int, variant: str = "") -> str:
+    """The ELECTRA arm of pre-training seed k: bundled is seed 0 at length 32; ``variant``
+    ``len128`` pre-trained at length 128, ``2len`` at 32 and the last tenth at 128."""
+    if variant:
+        return f"electra-{variant}" if k == 0 else f"electra-{variant}-s{k}"
     return "bundled" if k == 0 else f"electra-s{k}"
 
 
-def electra_vs_mlm(cells: dict) -> dict | None:
-    """ELECTRA minus MLM at equal pre-training FLOPs (electra-sK / bundled against mlm-sK)."""
-    return by_pretraining_seed(cells, {k: (_electra(k), f"mlm-s{k}") for k in range(10)})
+# key -> (what is compared, which side "ahead" names, (A, B) of pre-training seed k)
+COMPARISONS = {
+    "electra_vs_mlm": ("ELECTRA − MLM", "ELECTRA", lambda k: (_electra(k), f"mlm-s{k}")),
+    "len128_vs_len32": ("ELECTRA at length 128 − length 32", "length 128",
+                        lambda k: (_electra(k, "len128"), _electra(k))),
+    "2len_vs_len32": ("ELECTRA at two lengths (32, the last tenth 128) − length 32",
+                      "two lengths", lambda k: (_electra(k, "2len"), _electra(k))),
+    "2len_vs_len128": ("ELECTRA at two lengths − length 128", "two lengths",
+                       lambda k: (_electra(k, "2len"), _electra(k, "len128"))),
+}
 
 
-def len128_vs_len32(cells: dict) -> dict | None:
-    """ELECTRA pre-trained at length 128 minus length 32, at equal pre-training FLOPs."""
-    return by_pretraining_seed(cells, {k: (_electra(k, 128), _electra(k)) for k in range(10)})
+def comparisons(cells: dict) -> dict:
+    """Each of :data:`COMPARISONS` at equal pre-training FLOPs, paired by seed (None: no pair)."""
+    return {key: by_pretraining_seed(cells, {k: pair(k) for k in range(10)})
+            for key, (_, _, pair) in COMPARISONS.items()}
 
 
 def _fmt(x, digits=1):
@@ -162,9 +170,7 @@ def markdown(summary: dict) -> str:
     lines += ["", "Recipes: " + "; ".join(f"`{k}` = {', '.join(v) or 'the paper’s'}"
                                           for k, v in RECIPES.items()) +
               f"; every run {', '.join(PROTOCOL)}."]
-    for key, what, ahead in (("electra_vs_mlm", "ELECTRA − MLM", "ELECTRA"),
-                             ("len128_vs_len32", "ELECTRA at length 128 − length 32",
-                              "length 128")):
+    for key, (what, ahead, _) in COMPARISONS.items():
         d = summary.get(key)
         if d:
             sd = "" if d["sd"] != d["sd"] else f" ± {d['sd']:.1f}"

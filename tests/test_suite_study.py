@@ -74,6 +74,17 @@ def test_report_averages_and_pairs_by_seed(tmp_path):
     assert "| bundled | reinit-1 |" in md and "+2.5 ± 1.8" in md and "(3 of 3)" in md
 
 
+def test_the_two_length_arm_pairs_with_both_lengths_of_its_pre_training_seed():
+    runs = (fake_runs("electra-s1", {0: 50.0, 1: 51.0})
+            + fake_runs("electra-len128-s1", {0: 55.0, 1: 53.0})
+            + fake_runs("electra-2len-s1", {0: 54.0, 1: 54.0}))
+    summary = suite_report.summarise(runs, floor=[])
+    assert summary["2len_vs_len32"]["by_pretraining_seed"][1]["diffs"] == [4.0, 3.0]
+    assert summary["2len_vs_len128"]["by_pretraining_seed"][1]["diffs"] == [-1.0, 1.0]
+    assert summary["electra_vs_mlm"] is None  # no MLM arm
+    assert "two lengths ahead in 2 of 2" in suite_report.markdown(summary)
+
+
 def test_a_seed_missing_a_task_is_left_out_of_the_average():
     runs = fake_runs("bundled", {0: 60.0, 1: 61.0})
     runs = [r for r in runs if not (r["seed"] == 1 and r["task"] == "rte")]

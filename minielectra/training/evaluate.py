@@ -31,7 +31,7 @@ from ..data.prepare import load_prepared
 from ..model.electra import Electra
 from ..objectives.compute import DISCRIMINATIVE, compute, load_model
 from .checkpoints import load_checkpoint
-from .device import autocast
+from .device import autocast, device_named
 
 log = logging.getLogger(__name__)
 
@@ -186,8 +186,7 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
         model.objective = cfg.objective
     batch_size = batch_size or cfg.train.batch_size
     seed = cfg.train.seed if seed is None else seed
-    dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
-                       "cpu" if device == "auto" else device)
+    dev = device_named(device)
     spec, dataset = examples_for(cfg, model.tokenizer, corpus, split, progress)
     model.to(dev)
     batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
