@@ -27,8 +27,6 @@ from minielectra.config import RunConfig
 from minielectra.training import setup
 from minielectra.training.loop import pretrain
 
-LONG, SHRINK = 128, 4  # the second stage's length, and how much smaller its batch is
-
 
 def copy_run(run: Path, step: int, out: Path) -> None:
     """OUT as RUN was right after writing ``step``: its files and that one checkpoint."""
@@ -39,6 +37,30 @@ def copy_run(run: Path, step: int, out: Path) -> None:
         n for n in names if n == "run.lock" or (Path(d).name == "checkpoints" and n != name)])
 
 
+def two_length(run: Path, from_step: int, out: Path, *, switch: float = 0.9, long: int = 128,
+               shrink: int = 4, compile: bool = True, progress: bool = True) -> dict:
+    """RUN's checkpoint at ``from_step`` continued in OUT: at its own length up to ``switch x
+    max_steps``, then at length ``long`` with the batch ``shrink`` times smaller. Returns the
+    final ``pretrain`` summary; calling it again continues where a stopped call left off."""
+    copy_run(run, from_step, out)
+    cfg = RunConfig.load(run / "checkpoints" / f"step_{from_step:07d}" / "run_config.json")
+    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, out_dir=str(out),
+                                                             compile=compile))
+    at = round(switch * cfg.train.max_steps)
+    newest = max(int(p.name[5:]) for p in (out / "checkpoints").glob("step_*"))
+    if newest < at:
+        pretrain(cfg, resume=True, until_step=at, progress=progress)
+    cfg = dataclasses.replace(
+        cfg, data=dataclasses.replace(cfg.data, max_seq_len=long),
+        train=dataclasses.replace(cfg.train, batch_size=cfg.train.batch_size // shrink))
+    allowed = {"data.max_seq_len", "train.batch_size"} - setup.RESUMABLE_CHANGES
+    setup.RESUMABLE_CHANGES |= allowed  # for this call only: on purpose, not by mistake
+    try:
+        return pretrain(cfg, resume=True, progress=progress)
+    finally:
+        setup.RESUMABLE_CHANGES -= allowed
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", type=Path, required=True, help="a length-32 pre-training run")
@@ -46,22 +68,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="the two-length run's folder")
     ap.add_argument("--switch", type=float, default=0.9, help="share of steps at length 32")
     args = ap.parse_args()
-
-    copy_run(args.run, args.from_step, args.out)
-    ckpt = args.run / "checkpoints" / f"step_{args.from_step:07d}"
-    cfg = RunConfig.load(ckpt / "run_config.json")
-    short = dataclasses.replace(cfg.train, out_dir=str(args.out), compile=True)
-    cfg = dataclasses.replace(cfg, train=short)
-    switch = round(args.switch * cfg.train.max_steps)
-    newest = max(int(p.name[5:]) for p in (args.out / "checkpoints").glob("step_*"))
-    if newest < switch:
-        print(pretrain(cfg, resume=True, until_step=switch, progress=True)["heldout"])
-
-    setup.RESUMABLE_CHANGES.update({"data.max_seq_len", "train.batch_size"})
-    long = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, max_seq_len=LONG),
-                               train=dataclasses.replace(cfg.train,
-                                                         batch_size=cfg.train.batch_size // SHRINK))
-    summary = pretrain(long, resume=True, progress=True)
+    summary = two_length(args.run, args.from_step, args.out, switch=args.switch)
     print(json.dumps(summary, indent=2))
 
 
