@@ -19,12 +19,11 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .safeio import (LOCK_FILE, FolderLock, check_out_dir, held_here, named_at, public_modes,
+from .safeio import (ASIDE, LOCK_FILE, FolderLock, check_out_dir, held_here, replace_dir,
                      write_file)
 
 log = logging.getLogger(__name__)
@@ -232,31 +231,10 @@ def _leftovers(path: Path, kind: str) -> list[Path]:
 def _recover(path: Path) -> None:
     """A kill between the two renames of a swap left the previous output in ``.NAME.old-*/``:
     put it back."""
-    old = [p / "output" for p in _leftovers(path, "old") if (p / "output").is_dir()]
+    old = [p / ASIDE for p in _leftovers(path, "old") if (p / ASIDE).is_dir()]
     if not path.exists() and old:
         os.rename(old[-1], path)
         log.warning("%s: restored the previous output (a swap was interrupted)", path)
-
-
-def _swap(tmp: Path, path: Path) -> None:
-    """Publish ``tmp`` as ``path``: the old folder is renamed aside, the new one into place."""
-    public_modes(tmp)  # mkdtemp and safetensors make theirs private
-    for p in sorted(tmp.rglob("*"), reverse=True):
-        if p.is_file() and not p.is_symlink() and p.name != LOCK_FILE:  # closing a file
-            with open(p, "rb") as f:  # drops this process's POSIX locks on it: not the lock
-                os.fsync(f.fileno())
-    old = None
-    if path.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-        os.rename(path, old / "output")
-    try:
-        os.rename(tmp, path)
-    except BaseException:
-        if old is not None:
-            os.rename(old / "output", path)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -284,22 +262,13 @@ def exclusive_output(path: str | Path, layout: Layout, *, what: str | None = Non
     try:
         for p in _leftovers(path, "tmp"):  # a killed writer's; ours to clean: we hold the lock
             shutil.rmtree(p, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-        try:
+        with replace_dir(path) as tmp:
             yield tmp
             write_manifest(tmp, layout, [  # every file the block wrote
                 p.relative_to(tmp).as_posix() for p in tmp.rglob("*")
                 if p.is_file() and not p.is_symlink() and p.name not in (LOCK_FILE, MANIFEST)])
             new_lock = FolderLock(tmp, what=what).acquire()  # the lock moves with the folder
-            _swap(tmp, path)
-            done = True
-        except OSError as e:  # a full disk: named at its place in path, not in tmp
-            if (Path(e.filename).is_relative_to(tmp) if e.filename else e.errno == errno.ENOSPC):
-                raise named_at(e, tmp, path) from None
-            raise
-        finally:
-            if not done:
-                shutil.rmtree(tmp, ignore_errors=True)
+        done = True
     finally:
         for held in (new_lock, lock):
             if held is not None:

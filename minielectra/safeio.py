@@ -94,6 +94,63 @@ def public_modes(root: str | Path) -> None:
             os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
 
 
+ASIDE = "previous"  # .NAME.old-*/previous: where replace_dir moves the folder it replaces
+
+
+@contextlib.contextmanager
+def replace_dir(path: str | Path) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``path``; when the block ends without error it
+    replaces ``path`` whole, flushed to disk first. On an exception it goes and ``path`` is as it
+    was, and an error in it names its final place under ``path``. POSIX cannot swap two folders in
+    one rename, so an existing ``path`` is first renamed aside: a process killed between the two
+    renames leaves the previous folder at ``.NAME.old-*/previous``, never half a new one."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise FileExistsError(f"{path} exists and is not a directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    try:
+        yield tmp
+        public_modes(tmp)  # mkdtemp and safetensors make theirs private
+        for p in sorted(tmp.rglob("*"), reverse=True):  # closing a lock file would drop this
+            if not p.is_symlink() and p.name != LOCK_FILE:  # process's POSIX lock on it
+                _fsync(p)
+        old = None
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
+            os.rename(path, old / ASIDE)
+        try:
+            os.rename(tmp, path)
+        except BaseException:
+            if old is not None:
+                os.rename(old / ASIDE, path)
+                shutil.rmtree(old, ignore_errors=True)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        _fsync(path.parent)
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError) and (Path(e.filename).is_relative_to(tmp) if e.filename
+                                       else e.errno == errno.ENOSPC):
+            raise named_at(e, tmp, path) from None  # named as the user will look for it
+        raise
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file or folder so that a rename never publishes what is only in the page cache."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # e.g. folders on Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def read_json(path: str | Path) -> dict:
     """A JSON object from ``path``; anything else is a ValueError naming the file."""
     try:

@@ -12,6 +12,7 @@ from minielectra.model import checkpoint as model_checkpoint
 from minielectra.model import storage as model_storage
 from minielectra.model.checkpoint import save_pretrained
 from minielectra.model.storage import CheckpointError
+from minielectra.safeio import ASIDE
 
 TYINGS = ["none", "embeddings", "all"]
 
@@ -190,7 +191,7 @@ def test_overwrite_replaces_whole_directory_and_extra_files(tmp_path):
 
 
 def test_interrupted_swap_is_pointed_out(tmp_path):
-    (tmp_path / ".ckpt.old-abc" / "checkpoint").mkdir(parents=True)
+    (tmp_path / ".ckpt.old-abc" / ASIDE).mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match=r"\.ckpt\.old-abc"):
         Electra.from_pretrained(tmp_path / "ckpt")
 

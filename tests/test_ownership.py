@@ -19,6 +19,7 @@ import pytest
 
 from minielectra import cli
 from minielectra.model.storage import BUNDLED
+from minielectra.safeio import ASIDE
 from test_safety import CORPUS, FT, TINY, one_error, run_cli, sums
 
 MANIFEST = ".minielectra-files.json"
@@ -358,7 +359,8 @@ def test_ctrl_c_or_a_kill_while_converting_leaves_the_output_as_it_was(tmp_path,
 
     def killed_after_the_first(src, dst):
         real_rename(src, dst)
-        if Path(dst).name == "output":  # the old folder, renamed aside
+        aside = Path(dst)  # the old folder renamed aside (not the export's own swap inside it)
+        if aside.name == ASIDE and aside.parent.name.startswith(".hf.old-"):
             raise SystemExit("killed")
     monkeypatch.setattr(ownership.os, "rename", killed_after_the_first)
     with pytest.raises(SystemExit):

@@ -34,8 +34,8 @@ from torch import nn
 from ..config import ModelConfig, ObjectiveConfig
 from ..overrides import from_dict
 from . import hf
-from ..safeio import read_json, write_file
-from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, atomic_dir, check_finite,
+from ..safeio import ASIDE, read_json, replace_dir, write_file
+from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, check_finite,
                       check_state, load_tokenizer, order_safetensors_file, resolve_bundled,
                       verify_checksums, write_checksums, write_error)
 
@@ -58,7 +58,7 @@ def save_pretrained(model: nn.Module, path: str | Path, *,
     config = {"format": FORMAT, "version": VERSION,
               "model": dataclasses.asdict(model.config),
               "objective": dataclasses.asdict(model.objective)}
-    with atomic_dir(path) as tmp:
+    with replace_dir(path) as tmp:
         try:
             save_model(model, str(tmp / WEIGHTS), metadata={"format": "pt"})
         except SafetensorError as e:  # a full disk: an OSError naming the file
@@ -80,7 +80,7 @@ def load_pretrained(path: str | Path, model_class: Callable[..., nn.Module], *,
     directories (see :func:`.hf.load`, which ``generator=`` is passed to)."""
     path = resolve_bundled(path)
     if not path.is_dir():
-        leftovers = sorted(path.parent.glob(f".{path.name}.old-*/checkpoint"))
+        leftovers = sorted(path.parent.glob(f".{path.name}.old-*/{ASIDE}"))
         hint = (f"; an interrupted save left the previous checkpoint at {leftovers[-1]}"
                 if leftovers else "")
         raise FileNotFoundError(f"no checkpoint directory at {path}{hint}")

@@ -35,8 +35,8 @@ from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig, Tying
 from ..overrides import from_dict
-from ..safeio import read_json, write_file
-from .storage import (CheckpointError, atomic_dir, check_state, load_tokenizer,
+from ..safeio import read_json, replace_dir, write_file
+from .storage import (CheckpointError, check_state, load_tokenizer,
                       order_safetensors_file, write_error)
 from .gdes import plain_state_dict
 
@@ -350,7 +350,7 @@ def export(model: nn.Module, path: str | Path) -> Path:
         raise ValueError("model.extra_norm=true adds LayerNorms that transformers' ELECTRA does "
                          "not have; keep it in minielectra's format")
     path = Path(path)
-    with atomic_dir(path) as tmp:
+    with replace_dir(path) as tmp:
         nets = [("discriminator", model.discriminator, model.config, "discriminator")]
         if model.generator is not None:  # the mlm objective runs none
             nets.append(("generator", model.generator, model.config.generator(), "generator"))

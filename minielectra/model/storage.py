@@ -2,30 +2,28 @@
 
 What every on-disk format of the model needs (minielectra's own, :mod:`.checkpoint`, and
 transformers', :mod:`.hf`), kept apart so that neither format imports the other. Three promises:
-a write is atomic (:func:`atomic_dir`: a crash leaves the old checkpoint or none, never half a new
-one), a load is never partial (:func:`check_state`: a missing, unexpected or mis-shaped tensor
-is an error that names it), and a damaged file is named, not loaded (:func:`verify_checksums`
-against the sha256 sums written with the checkpoint; :func:`check_finite` for NaN weights).
+a write is atomic (:func:`minielectra.safeio.replace_dir`: a crash leaves the old checkpoint or
+none, never half a new one), a load is never partial (:func:`check_state`: a missing, unexpected
+or mis-shaped tensor is an error that names it), and a damaged file is named, not loaded
+(:func:`verify_checksums` against the sha256 sums written with the checkpoint;
+:func:`check_finite` for NaN weights).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import logging
 import os
 import re
-import shutil
 import struct
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
 
 from ..data.files import first_damaged, outside, sha256_sums
-from ..safeio import named_at, public_modes, write_file
+from ..safeio import write_file
 
 logger = logging.getLogger(__name__)
 
@@ -152,68 +150,6 @@ def order_safetensors_file(path: str | Path) -> None:
         header = _ordered_header(f.read(n))
         f.seek(8)
         f.write(header)
-
-
-# ------------------------------------------------------------------------ 3. atomic writes
-
-
-@contextlib.contextmanager
-def atomic_dir(path: str | Path) -> Iterator[Path]:
-    """Yield an empty temporary directory beside ``path``; when the block ends without error it
-    replaces ``path`` as a whole (the old contents go).
-
-    On an exception the temporary directory is removed and ``path`` is untouched. POSIX cannot
-    swap two directories in one rename, so an existing ``path`` is first renamed aside: a process
-    killed between the two renames leaves no ``path`` (the old one is ``.NAME.old-*`` beside it),
-    never a half-written one.
-    """
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise FileExistsError(f"{path} exists and is not a directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-    old = None
-    try:
-        yield tmp
-        public_modes(tmp)  # mkdtemp and safetensors make theirs private
-        _fsync_tree(tmp)
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-            os.rename(path, old / "checkpoint")
-        os.rename(tmp, path)
-    except BaseException as e:
-        if old is not None and not path.exists():  # put the previous version back
-            os.rename(old / "checkpoint", path)
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        if isinstance(e, OSError) and (Path(e.filename).is_relative_to(tmp) if e.filename
-                                       else e.errno == errno.ENOSPC):
-            raise named_at(e, tmp, path) from None  # named as the user will look for it
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    _fsync(path.parent)
-
-
-def _fsync(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # e.g. directories on Windows
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _fsync_tree(root: Path) -> None:
-    """Flush every file so that the rename never publishes data still only in the page cache."""
-    for p in sorted(root.rglob("*"), reverse=True):
-        _fsync(p)
-    _fsync(root)
 
 
 def write_error(e: Exception, path: str | Path) -> OSError:

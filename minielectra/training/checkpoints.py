@@ -90,7 +90,7 @@ def milestone_steps(t: TrainConfig) -> set[int]:
 def save_checkpoint(out_dir: str | Path, step: int, model: Electra, state: dict[str, Any],
                     cfg: RunConfig) -> Path:
     """Write ``checkpoints/step_N`` (see the module docstring), all published by one rename
-    (:func:`minielectra.model.storage.atomic_dir`)."""
+    (:func:`minielectra.safeio.replace_dir`)."""
     buffer = io.BytesIO()
     torch.save(state, buffer)
     run_config = json.dumps(cfg.to_dict(), indent=2) + "\n"
