@@ -17,6 +17,7 @@ from pathlib import Path
 
 from minielectra.training.evaluate import evaluate_model, examples_for, heldout_batches
 from minielectra.training.evaluate import run_config_for
+from minielectra.model.storage import resolve_bundled
 from minielectra.objectives.compute import load_model
 
 LENGTHS, EXAMPLES = (32, 128), 512
@@ -24,6 +25,7 @@ KEPT = ("disc_auc", "disc_auc_text", "disc_precision", "disc_recall", "gen_accur
 
 
 def scores(checkpoint: Path, length: int) -> dict:
+    checkpoint = resolve_bundled(checkpoint)  # "bundled": the package's, with its run config
     model = load_model(checkpoint)
     cfg = run_config_for(checkpoint, model)
     model.objective = cfg.objective

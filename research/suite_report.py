@@ -114,13 +114,20 @@ def _electra(k: int, variant: str = "") -> str:
     return "bundled" if k == 0 else f"electra-s{k}"
 
 
+def _finish_at_32(k: int) -> str:
+    """The length-32 run that shares the two-length run's first 13,500 steps: ``electra-sK``, or
+    for seed 0 ``electra-s0r``, a rerun from scratch (the bundled run was trained eagerly, the
+    rerun compiled: their rounding differs, and by step 13,000 so do their weights)."""
+    return "electra-s0r" if k == 0 else _electra(k)
+
+
 # key -> (what is compared, which side "ahead" names, (A, B) of pre-training seed k)
 COMPARISONS = {
     "electra_vs_mlm": ("ELECTRA − MLM", "ELECTRA", lambda k: (_electra(k), f"mlm-s{k}")),
     "len128_vs_len32": ("ELECTRA at length 128 − length 32", "length 128",
                         lambda k: (_electra(k, "len128"), _electra(k))),
     "2len_vs_len32": ("ELECTRA at two lengths (32, the last tenth 128) − length 32",
-                      "two lengths", lambda k: (_electra(k, "2len"), _electra(k))),
+                      "two lengths", lambda k: (_electra(k, "2len"), _finish_at_32(k))),
     "2len_vs_len128": ("ELECTRA at two lengths − length 128", "two lengths",
                        lambda k: (_electra(k, "2len"), _electra(k, "len128"))),
 }

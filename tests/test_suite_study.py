@@ -83,6 +83,9 @@ def test_the_two_length_arm_pairs_with_both_lengths_of_its_pre_training_seed():
     assert summary["2len_vs_len128"]["by_pretraining_seed"][1]["diffs"] == [-1.0, 1.0]
     assert summary["electra_vs_mlm"] is None  # no MLM arm
     assert "two lengths ahead in 2 of 2" in suite_report.markdown(summary)
+    seed0 = suite_report.summarise(fake_runs("bundled", {0: 60.0}) + fake_runs(
+        "electra-s0r", {0: 50.0}) + fake_runs("electra-2len", {0: 51.0}), floor=[])
+    assert seed0["2len_vs_len32"]["by_pretraining_seed"][0]["diffs"] == [1.0]  # not bundled
 
 
 def test_a_seed_missing_a_task_is_left_out_of_the_average():
