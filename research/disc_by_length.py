@@ -2,8 +2,8 @@
 
     python research/disc_by_length.py --out FILE.json NAME=CHECKPOINT [NAME=CHECKPOINT ...]
 
-Each checkpoint is scored as its training loop scores it (``evaluate_model``: 512 evenly spaced
-held-out examples of its own corpus, its own generator making the replacements, its seed), once
+Each checkpoint is scored with the training loop's ``evaluate_model`` (512 evenly spaced held-out
+examples of its own corpus in batches of 64, its own generator replacing, its seed), once
 with the examples cut at 32 tokens and once at 128, whatever length it was pre-trained at: the
 course's views show sentences of about 32 tokens, fine-tuning reads up to 128.
 """
@@ -24,16 +24,20 @@ LENGTHS, EXAMPLES = (32, 128), 512
 KEPT = ("disc_auc", "disc_auc_text", "disc_precision", "disc_recall", "gen_accuracy")
 
 
-def scores(checkpoint: Path, length: int) -> dict:
+def scores(checkpoint: str | Path) -> dict:
+    """``{"len32": {...}, "len128": {...}}``: the checkpoint loaded once, scored at each length."""
     checkpoint = resolve_bundled(checkpoint)  # "bundled": the package's, with its run config
-    model = load_model(checkpoint)
+    model = load_model(checkpoint).eval()
     cfg = run_config_for(checkpoint, model)
     model.objective = cfg.objective
-    cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, max_seq_len=length))
-    _, dataset = examples_for(cfg, model.tokenizer)
-    batches = heldout_batches(dataset, batch_size=64, max_examples=EXAMPLES)
-    result = evaluate_model(model.eval(), batches, seed=cfg.train.seed)
-    return {k: round(result[k], 4) for k in KEPT}
+    out = {}
+    for n in LENGTHS:
+        at_n = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, max_seq_len=n))
+        _, dataset = examples_for(at_n, model.tokenizer)
+        batches = heldout_batches(dataset, batch_size=64, max_examples=EXAMPLES)
+        result = evaluate_model(model, batches, seed=cfg.train.seed)
+        out[f"len{n}"] = {k: round(result[k], 4) for k in KEPT}
+    return out
 
 
 def main() -> None:
@@ -44,7 +48,7 @@ def main() -> None:
     table = {}
     for arm in args.arms:
         name, path = arm.split("=", 1)
-        table[name] = {"checkpoint": path, **{f"len{n}": scores(Path(path), n) for n in LENGTHS}}
+        table[name] = {"checkpoint": path, **scores(path)}
         print(name, json.dumps(table[name]))
     args.out.write_text(json.dumps(table, indent=1) + "\n")
 
