@@ -119,6 +119,8 @@ def _add_evaluate(sub) -> None:
                    "or all (text the model never saw: --corpus FILE --split all)")
     p.add_argument("--max-examples", type=int,
                    help="evenly spaced examples of the split (default: all of them)")
+    p.add_argument("--max-seq-len", type=int, help="build the examples at this length (default: "
+                   "the length the checkpoint was last trained at)")
     p.set_defaults(func=cmd_evaluate)
 
 

@@ -49,7 +49,8 @@ def test_bundled_figures_reproduce_on_its_held_out_split():
     if find_data_dir() is None or not (find_data_dir() / "pretrain-en").is_dir():
         pytest.skip("needs MINIELECTRA_DATA_DIR with pretrain-en (the bundled run's corpus)")
     expected = card_metrics()
-    got = evaluate("bundled", max_examples=expected["examples"])
+    got = evaluate("bundled", max_examples=expected["examples"],
+                   max_seq_len=expected.get("max_seq_len"))
     for key in ("disc_auc", "disc_accuracy", "gen_accuracy", "replaced_fraction"):
         assert got[key] == pytest.approx(expected[key], abs=1e-4), key
 

@@ -159,3 +159,20 @@ def test_cli_evaluate_prints_the_json_and_refuses_bad_counts(run_dir, capsys):
     assert printed == {**evaluate(out, max_examples=4)}
     assert main(["evaluate", "--checkpoint", str(out), "--max-examples", "0"]) == 2
     assert "max_examples must be positive, got 0" in capsys.readouterr().err
+
+
+def test_evaluate_at_another_length_builds_examples_of_that_length(run_dir, capsys):
+    """``--max-seq-len``: a run pre-trained at two lengths is scored at either; the JSON says
+    which, and a length past the model's positions is refused by name."""
+    from minielectra.cli import main
+
+    out, trained = run_dir
+    own = evaluate(out)
+    shorter = own["max_seq_len"] // 2
+    short = evaluate(out, max_seq_len=shorter)
+    assert short["max_seq_len"] == shorter and own["max_seq_len"] > shorter
+    assert short["tokens"] / short["examples"] <= shorter < own["tokens"] / own["examples"] + 1
+    assert main(["evaluate", "--checkpoint", str(out), "--max-seq-len", str(shorter)]) == 0
+    assert json.loads(capsys.readouterr().out) == short
+    assert main(["evaluate", "--checkpoint", str(out), "--max-seq-len", "100000"]) == 2
+    assert "max_seq_len 100000 is longer than the checkpoint's" in capsys.readouterr().err

@@ -11,8 +11,9 @@ JSON, what the card records, for a person to write into it:
 
 - ``curve``: the held-out discriminator ROC-AUC at every evaluation of the run (``metrics.jsonl``),
   the table ``minielectra.viz.report.bundled_auc_curve`` reads back from the card;
-- ``evaluate``: ``minielectra evaluate --checkpoint bundled`` on all of its own held-out split
-  (seed 0), the JSON block ``tests/test_bundled.py`` checks reproduces;
+- ``evaluate``: ``minielectra evaluate --checkpoint bundled --max-seq-len N`` on all of its own
+  held-out split (seed 0), for each length N of ``--lengths`` (default: the run's last length),
+  the JSON block ``tests/test_bundled.py`` checks reproduces;
 - ``wikitext2``: the same on WikiText-2's held-out documents;
 - ``train_seconds`` (the run's clock at the checkpoint's step, resumed sessions added up),
   ``steps``, ``parameters`` and ``megabytes``.
@@ -49,6 +50,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--run", required=True, help="a `minielectra pretrain --out` directory")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the figures of the run's checkpoint, install nothing")
+    parser.add_argument("--lengths", type=int, nargs="+",
+                        help="evaluate at these example lengths (default: the run's last one; "
+                        "a run pre-trained at two lengths is worth scoring at both)")
     args = parser.parse_args(argv)
     run = Path(args.run)
     checkpoint = resolve_checkpoint(str(run))  # the latest complete step_K
@@ -69,9 +73,13 @@ def main(argv: list[str] | None = None) -> dict:
         "steps": step, "train_seconds": round(60 * checkpoint_minutes(str(checkpoint)), 1),
         "curve": auc_curve(run), "parameters": sum(p.numel() for p in model.parameters()),
         "megabytes": round((Path(target) / "model.safetensors").stat().st_size / 1e6, 2),
-        "evaluate": evaluate(str(target), seed=0),
-        "wikitext2": evaluate(str(target), corpus="wikitext-2", seed=0),
+        "evaluate": {}, "wikitext2": {},
     }
+    for n in args.lengths or [None]:
+        at = evaluate(str(target), seed=0, max_seq_len=n)
+        facts["evaluate"][at["max_seq_len"]] = at
+        facts["wikitext2"][at["max_seq_len"]] = evaluate(str(target), corpus="wikitext-2", seed=0,
+                                                         max_seq_len=n)
     json.dump(facts, sys.stdout, indent=2)
     print()
     return facts

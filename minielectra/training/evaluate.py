@@ -161,18 +161,21 @@ def evaluate_mlm(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *, 
 
 def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
              max_examples: int | None = None, batch_size: int | None = None,
-             seed: int | None = None, device: str = "auto",
-             progress: bool = False, split: str = "heldout") -> dict[str, Any]:
+             seed: int | None = None, device: str = "auto", progress: bool = False,
+             split: str = "heldout", max_seq_len: int | None = None) -> dict[str, Any]:
     """Held-out metrics of a checkpoint (``minielectra evaluate``), as a JSON-ready dict.
 
     Data settings, batch size and seed come from the checkpoint's ``run_config.json`` when it
     has one, so the numbers are the ones the training loop logged; ``corpus`` names another
     corpus, and ``split="all"`` scores all of it (``"train"``: the part a run trains on). A run's
     corpus that lives only in an absent data dir is replaced by ``pydocs``, with a warning.
+    ``max_seq_len`` builds the examples at another length than the run's last one (a run
+    pre-trained at two lengths, as the bundled one, is worth scoring at both).
     """
     if split not in ("heldout", "train", "all"):
         raise ValueError(f"split must be heldout, train or all, got {split!r}")
-    for name, value in (("max_examples", max_examples), ("batch_size", batch_size)):
+    for name, value in (("max_examples", max_examples), ("batch_size", batch_size),
+                        ("max_seq_len", max_seq_len)):
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
     def read(path: Path):
@@ -184,6 +187,11 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
         raise FileNotFoundError(f"{path}: the checkpoint has no vocab.txt to tokenize text with")
     if has_run_config:
         model.objective = cfg.objective
+    if max_seq_len is not None:
+        if max_seq_len > model.config.max_position_embeddings:
+            raise ValueError(f"max_seq_len {max_seq_len} is longer than the checkpoint's "
+                             f"{model.config.max_position_embeddings} positions")
+        cfg.data.max_seq_len = max_seq_len
     batch_size = batch_size or cfg.train.batch_size
     seed = cfg.train.seed if seed is None else seed
     dev = device_named(device)
@@ -192,7 +200,8 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
                               device=dev)
     result = evaluate_model(model, batches, seed=seed)
-    return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed, **result}
+    return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed,
+            "max_seq_len": cfg.data.max_seq_len, **result}
 
 
 def run_config_for(path: Path, model) -> RunConfig:
