@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from .ownership import Layout, check_claim, claim
-from .safeio import refuse_link, write_file
+from .safeio import write_file
 
 # DIR is the learner's workspace too; no folder from before records is adopted: their work
 LESSONS = Layout("lessons", shared=True)
@@ -114,17 +114,6 @@ def _course_bytes(name: str, source: Path) -> tuple[bytes, dict[str, Path]]:
     return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8"), needed
 
 
-def _check_folders(directory: Path, names) -> None:
-    """Refuse a link or a file where a folder on the way to a lesson file goes."""
-    for name in names:
-        where = directory
-        for part in Path(name).parts[:-1]:
-            where = where / part
-            refuse_link(where)
-            if where.exists() and not where.is_dir():
-                raise NotADirectoryError(errno.ENOTDIR, "is a file, not a folder", str(where))
-
-
 def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
     """Copy every lesson into ``directory`` (created if needed), with the library files they
     link in ``source/``; a lesson file already there is refused unless ``force``."""
@@ -138,8 +127,8 @@ def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
         sources.update({f"{SOURCE}/{n}": p.read_bytes() for n, p in needed.items()})
     sources = dict(sorted(sources.items()))
     files = {**course, **sources}
-    _check_folders(directory, files)
-    # a file at a lesson's name that no `lessons` wrote, or a link there: refused, even forced
+    # a link or a file where a folder goes, or at a lesson's name a file that no `lessons` wrote:
+    # refused, even forced
     check_claim(directory, LESSONS, files, flag="DIR")
     clashes = [str(directory / n) for n in files if (directory / n).exists()]
     if clashes and not force:

@@ -28,6 +28,8 @@ from minielectra.finetune import predict as pr
 from minielectra.finetune import saved as saved_model
 from minielectra.finetune.glue import suite as tasks_suite
 from minielectra.training import checkpoints as training_checkpoints
+from minielectra.training.checkpoints import resolve_checkpoint
+from minielectra.finetune.owndata.inputs import read_lines
 
 FAST = ["finetune.eval_batch_size=64"]
 
@@ -459,15 +461,15 @@ def test_run_dirs_bundled_and_bin_only_transformers_dirs_resolve(pretrained, cha
     assert source == str(tmp_path / "run" / "checkpoints" / "step_0000012")
     for k, v in pretrained.state_dict().items():
         torch.testing.assert_close(model.state_dict()[k], v, rtol=0, atol=0)
-    assert ft.resolve_pretrained("bundled") == BUNDLED
+    assert resolve_checkpoint("bundled") == BUNDLED
     # A transformers directory as the hub ships it: pytorch_model.bin, no model.safetensors.
     hf.export(pretrained, tmp_path / "hf")
     d = tmp_path / "hf" / "discriminator"
     torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
     (d / "model.safetensors").unlink()
-    assert ft.resolve_pretrained(d) == d
+    assert resolve_checkpoint(d) == d
     with pytest.raises(FileNotFoundError, match="run directory"):
-        ft.resolve_pretrained(tmp_path / "empty")
+        resolve_checkpoint(tmp_path / "empty")
 
 
 @pytest.mark.integration
@@ -496,9 +498,9 @@ def test_read_pairs_names_the_file_and_real_line_numbers(tmp_path):
     f = tmp_path / "inputs.tsv"
     f.write_text("one\n\ntwo\tthree\n\na\tb\tc\n")  # the bad row is on line 5, after blanks
     with pytest.raises(ValueError, match=r"inputs\.tsv: line\(s\) \[5\]"):
-        pr.read_pairs(f)
+        read_lines(f)
     f.write_text("\n\n")
     with pytest.raises(ValueError, match=r"inputs\.tsv: no input"):
-        pr.read_pairs(f)
+        read_lines(f)
     f.write_text("one\n\ntwo\tthree\n")
-    assert pr.read_pairs(f) == [("one", None), ("two", "three")]
+    assert read_lines(f) == [("one", None), ("two", "three")]

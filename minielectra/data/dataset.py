@@ -158,14 +158,15 @@ class PretrainingDataset:
         return len(self.lengths)
 
     def __getitem__(self, i) -> dict[str, torch.Tensor]:
-        return {k: v[0] for k, v in _collate(self, np.array([i])).items()}
+        return {k: v[0] for k, v in collate(self, np.array([i])).items()}
 
     def __repr__(self) -> str:
         return (f"PretrainingDataset({len(self)} examples x {self.input_ids.shape[1]} tokens, "
                 f"corpus={self.metadata['corpus']!r}, split={self.metadata['split']!r})")
 
 
-def _collate(dataset: PretrainingDataset, rows: np.ndarray, pin: bool = False):
+def collate(dataset: PretrainingDataset, rows: np.ndarray, pin: bool = False):
+    """The examples ``rows`` of a dataset as one batch of int64 tensors, (b, n) each."""
     lengths = np.asarray(dataset.lengths[rows], np.int64)
     n = dataset.input_ids.shape[1]
     batch = {  # (b, n) each
@@ -384,7 +385,7 @@ def batch_iterator(dataset: PretrainingDataset, batch_size: int, *, seed: int = 
         part = batch_size // world_size
         for b in range(first, per_epoch):
             begin = b * batch_size + rank * part
-            yield _collate(dataset, order[begin:begin + part], pin)
+            yield collate(dataset, order[begin:begin + part], pin)
         epoch, first = epoch + 1, 0
 
 

@@ -27,12 +27,12 @@ import numpy as np
 
 from ..ownership import Layout, claim, refuse_overlap
 from ..safeio import FolderLock, check_out_dir, read_json, write_file
-from .corpus import find_data_dir, open_corpus
+from .corpus import open_corpus
 from .dataset import (CHUNK_CHARS, FORMAT_VERSION, PretrainingDataset, _chunks, _map_chunks,
                       write_arrays)
 from ..progress import progress_bar
 from .examples import BuildSettings
-from .tokenizer import WordPieceTokenizer
+from .tokenizer import WordPieceTokenizer, bert_uncased
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +49,7 @@ PREPARED = Layout("prepare", ("prepare.json", "vocab.txt", "tokenizer_config.jso
 def load_tokenizer(spec: str, *, data_dir=None) -> WordPieceTokenizer:
     """``bert-base-uncased`` (the data dir's BERT vocabulary), a vocab.txt, or a tokenizer dir."""
     if spec in BERT_NAMES:
-        root = find_data_dir(data_dir)
-        path = root / "vocab" / "bert-base-uncased-vocab.txt" if root else None
-        if path is None or not path.is_file():
-            raise FileNotFoundError(f"--tokenizer {spec} needs <data dir>/vocab/bert-base-uncased-"
-                                    "vocab.txt (set MINIELECTRA_DATA_DIR), or pass a vocab.txt")
-        return WordPieceTokenizer.from_vocab_file(path)
+        return bert_uncased(f"--tokenizer {spec}", data_dir)
     path = Path(spec)
     if path.is_dir():
         return WordPieceTokenizer.load(path)

@@ -290,20 +290,26 @@ class WordPieceTokenizer:
 
 
 # ------------------------------------------------------------------------------ from the config
+def bert_uncased(what: str, data_dir=None) -> WordPieceTokenizer:
+    """BERT's uncased vocabulary from the data dir; ``what`` names the setting that asked."""
+    from .corpus import find_data_dir
+    root = find_data_dir(data_dir)
+    path = root / "vocab" / "bert-base-uncased-vocab.txt" if root else None
+    if path is None or not path.is_file():
+        raise FileNotFoundError(
+            f"{what} needs {path or '<data dir>/vocab/bert-base-uncased-vocab.txt'}; set "
+            "MINIELECTRA_DATA_DIR to a data dir that has it, or give a vocab.txt instead")
+    return WordPieceTokenizer.from_vocab_file(path)
+
+
 def resolve_tokenizer(data_cfg: "DataConfig", corpus: "Corpus | None" = None, *, data_dir=None
                       ) -> WordPieceTokenizer:
     """The tokenizer ``data_cfg.vocab`` names: a vocab.txt path, "bert-uncased", or None: trained
     on ``corpus`` (default: the train split of ``data_cfg.corpus``) and cached."""
-    from .corpus import default_cache_dir, find_data_dir, open_corpus
+    from .corpus import default_cache_dir, open_corpus
 
     if data_cfg.vocab == "bert-uncased":
-        root = find_data_dir(data_dir)
-        path = root / "vocab" / "bert-base-uncased-vocab.txt" if root else None
-        if path is None or not path.is_file():
-            raise FileNotFoundError(
-                f"data.vocab='bert-uncased' needs {path or '<data dir>/vocab/bert-base-uncased-vocab.txt'}"
-                "; set MINIELECTRA_DATA_DIR to a data dir that has it, or data.vocab=<path to vocab.txt>")
-        return WordPieceTokenizer.from_vocab_file(path)
+        return bert_uncased("data.vocab='bert-uncased'", data_dir)
     if data_cfg.vocab:
         return WordPieceTokenizer.from_vocab_file(data_cfg.vocab)
     if corpus is None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..data.corpus import find_data_dir
 from ..finetune import metrics
 from ..finetune.glue import data as glue
 from ..finetune.task import subset
@@ -24,7 +25,7 @@ LAMBDAS = (0.1, 1.0, 10.0, 100.0, 1000.0)
 
 def tasks_present(data_dir=None, *, names=glue.GLUE_TASKS) -> list[str]:
     """The GLUE tasks with both a train and a dev file in the data dir (none without one)."""
-    root = glue.resolve_data_dir(data_dir)
+    root = find_data_dir(data_dir)
     if root is None:
         return []
     found = []

@@ -15,7 +15,7 @@ import torch
 
 from .task import Example, Task
 from .saved import Finetuned, load_finetuned
-from .owndata.inputs import parse_lines, read_inputs, read_lines
+from .owndata.inputs import parse_lines, read_inputs
 from .windows import encode_texts, predict_texts, warn_long
 
 Pair = tuple[str, "str | None"]
@@ -54,11 +54,6 @@ def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
     return [{"label": names[c], "label_id": int(c),
              "probabilities": {n: float(p) for n, p in zip(names, row)}}
             for c, row in zip(outputs, probs)]
-
-
-def read_pairs(path: str | Path) -> list[Pair]:
-    """A file of inputs, one a line (:func:`.owndata.inputs.read_lines`)."""
-    return read_lines(path)
 
 
 def group_texts(texts: Sequence[str], task: Task) -> list[Pair]:

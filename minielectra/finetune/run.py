@@ -65,7 +65,7 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
              train: str | Path | None = None, dev: str | Path | None = None,
              columns: Columns = Columns(), regression: bool | None = None) -> dict[str, Any]:
     """Fine-tune ``checkpoint`` (an :class:`Electra` in memory or anything
-    :func:`.train.resolve_pretrained` takes) on one task (:func:`resolve_task`) ``seeds`` times,
+    :func:`~minielectra.training.checkpoints.resolve_checkpoint` takes) on one task (:func:`resolve_task`) ``seeds`` times,
     seeds ``seed``, ``seed + 1``, ...; the median run on the dev set is the result (the paper's
     protocol). With ``out``: ``result.json`` and the median run's model (``keep_all_models``:
     every run's too, in ``seed-N/``)."""

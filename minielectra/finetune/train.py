@@ -27,7 +27,7 @@ from torch import nn
 from ..data.tokenizer import WordPieceTokenizer
 from ..objectives.compute import load_model
 from ..safeio import write_file
-from ..training.checkpoints import load_checkpoint, resolve_checkpoint
+from ..training.checkpoints import load_checkpoint
 from ..training.compiling import compile_module, decide_finetune
 from . import fewsample, metrics
 from ..training.device import device_named
@@ -184,12 +184,6 @@ def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: Finetun
     outputs, _ = predict_texts(model, task, encoded, pad_id=pad_id,
                                batch_size=cfg.eval_batch_size)
     return metrics.compute_metrics(task, outputs, np.asarray(labels))
-
-
-def resolve_pretrained(checkpoint: str | Path) -> Path:
-    """The checkpoint directory behind ``checkpoint``
-    (:func:`~minielectra.training.checkpoints.resolve_checkpoint`)."""
-    return resolve_checkpoint(checkpoint)
 
 
 def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:

@@ -51,11 +51,6 @@ def bert_masking(model) -> ObjectiveConfig:
     return dataclasses.replace(model.objective, mask_token_prob=0.8, random_token_prob=0.1)
 
 
-def masked_ce(logits: torch.Tensor, masked: MaskedInputs) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean cross-entropy over the used slots, and the accuracy there (detached)."""
-    return masked_lm_loss(logits, masked), masked_accuracy(logits, masked)
-
-
 def _fractions(masked: MaskedInputs, attention_mask: torch.Tensor) -> dict[str, torch.Tensor]:
     return {"masked_fraction": masked.weights.sum().detach() / attention_mask.sum().clamp_min(1)}
 
@@ -67,7 +62,7 @@ def mlm(model, input_ids, attention_mask, token_type_ids=None, *,
                          generator=generator)
     logits = model.disc_mlm.slot_logits(masked.input_ids, attention_mask, token_type_ids,
                                         masked.positions)  # (b, p, v)
-    loss, accuracy = masked_ce(logits, masked)
+    loss, accuracy = masked_lm_loss(logits, masked), masked_accuracy(logits, masked)
     metrics = {"mlm_accuracy": accuracy, **_fractions(masked, attention_mask)}
     return ElectraOutput(loss=loss, gen_loss=loss.new_zeros(()), disc_loss=loss, metrics=metrics,
                          corrupted_ids=masked.input_ids, masked=masked, gen_logits=logits)
@@ -79,7 +74,7 @@ def replace_mlm(model, input_ids, attention_mask, token_type_ids=None, *,
     c = model.corrupt(input_ids, attention_mask, token_type_ids, generator=generator)
     logits = model.disc_mlm.slot_logits(c.corrupted_ids, attention_mask, token_type_ids,
                                         c.masked.positions)  # (b, p, v): originals from corrupted
-    loss, accuracy = masked_ce(logits, c.masked)
+    loss, accuracy = masked_lm_loss(logits, c.masked), masked_accuracy(logits, c.masked)
     # The generator keeps its usual MLM loss (weight gen_weight); the kept network's loss is a
     # cross-entropy like the generator's, so it gets weight 1, not ELECTRA's 50 (that weight
     # balances a binary loss against a 30k-way one).

@@ -26,7 +26,7 @@ import torch
 
 from ..config import RunConfig
 from ..data.corpus import absent_local_corpora, open_corpus
-from ..data.dataset import build_dataset
+from ..data.dataset import build_dataset, collate
 from ..data.prepare import load_prepared
 from ..model.electra import Electra
 from ..objectives.compute import DISCRIMINATIVE, compute, load_model
@@ -62,16 +62,8 @@ def heldout_batches(dataset, *, batch_size: int, max_examples: int | None = None
     rows = np.arange(len(dataset))
     if max_examples is not None and max_examples < len(dataset):
         rows = np.linspace(0, len(dataset) - 1, max_examples).round().astype(np.int64)
-    n = dataset.input_ids.shape[1]
     for i in range(0, len(rows), batch_size):
-        index = rows[i:i + batch_size]
-        lengths = torch.from_numpy(np.asarray(dataset.lengths[index], np.int64))
-        batch = {  # (b, n) each
-            "input_ids": torch.from_numpy(np.asarray(dataset.input_ids[index], np.int64)),
-            "attention_mask": (torch.arange(n) < lengths[:, None]).long(),
-            "token_type_ids": torch.from_numpy(np.asarray(dataset.token_type_ids[index], np.int64)),
-        }
-        yield {k: v.to(device) for k, v in batch.items()}
+        yield {k: v.to(device) for k, v in collate(dataset, rows[i:i + batch_size]).items()}
 
 
 @torch.no_grad()

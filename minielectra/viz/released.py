@@ -32,16 +32,6 @@ def _download(discriminator: str | Path, generator: str | Path, out: Path) -> No
     ElectraForMaskedLM.from_pretrained(str(generator)).save_pretrained(out / "gen")
 
 
-def hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
-    """One connection attempt: offline, transformers would retry for ~25 s before failing."""
-    import socket
-    try:
-        socket.create_connection((host, 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
-
-
 def load_released(discriminator: str | Path = DISCRIMINATOR,
                   generator: str | Path = GENERATOR) -> tuple[Checkpoint | None, str]:
     """``(checkpoint, message)``: the released model ready to score, or ``None`` and why not
@@ -51,10 +41,10 @@ def load_released(discriminator: str | Path = DISCRIMINATOR,
     except ImportError:
         return None, (f"skipped {discriminator}: transformers is not installed "
                       "(pip install transformers to compare with the released model)")
-    local = Path(discriminator).is_dir()
-    if not local and not hub_reachable():
+    from ..data.hub import hub_unreachable  # one probe: offline, transformers retries ~25 s
+    if not Path(discriminator).is_dir() and (why := hub_unreachable()) is not None:
         return None, (f"skipped {discriminator}: the Hugging Face hub is not reachable from "
-                      "here (offline); with network access this cell shows it beside ours")
+                      f"here ({why}); with network access this cell shows it beside ours")
     work = Path(tempfile.mkdtemp(prefix="minielectra-released-"))
     try:
         _download(discriminator, generator, work)

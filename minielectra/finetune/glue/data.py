@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import warnings
 from pathlib import Path
 
+from ...data.corpus import find_data_dir
 from ...data.hub import hub_unreachable
 from ..task import Example, Task, read_text, subset
 
@@ -60,13 +60,6 @@ def get_task(name: str) -> Task:
 
 class GlueDataError(FileNotFoundError):
     """A task's data could not be found (locally) or fetched (from the hub)."""
-
-
-def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
-    """``data_dir`` if given, else ``$MINIELECTRA_DATA_DIR``, else None (= use the hub)."""
-    if data_dir is None:
-        data_dir = os.environ.get("MINIELECTRA_DATA_DIR") or None
-    return None if data_dir is None else Path(data_dir)
 
 
 def _parse_row(task: Task, row: list[str], where: str) -> Example:
@@ -150,7 +143,7 @@ def load_split(task: Task | str, split: str, *, data_dir: str | Path | None = No
     task = get_task(task) if isinstance(task, str) else task
     if split not in ("train", "dev"):
         raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
-    root = resolve_data_dir(data_dir)
+    root = find_data_dir(data_dir)  # None: the hub
     examples = load_hub_split(task, split) if root is None else load_tsv_split(task, split, root)
     return subset(examples, max_examples, seed=seed)
 
