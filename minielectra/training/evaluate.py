@@ -162,7 +162,7 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     corpus, and ``split="all"`` scores all of it (``"train"``: the part a run trains on). A run's
     corpus that lives only in an absent data dir is replaced by ``pydocs``, with a warning.
     ``max_seq_len`` builds the examples at another length than the run's last one (a run
-    pre-trained at two lengths, as the bundled one, is worth scoring at both).
+    pre-trained at two lengths is worth scoring at both).
     """
     if split not in ("heldout", "train", "all"):
         raise ValueError(f"split must be heldout, train or all, got {split!r}")
