@@ -137,6 +137,10 @@ def test_pretrain_data_uses_the_folders_tokenizer_and_shards(corpus_file, vocab,
         ShardedDataset(tmp_path / "data" / "train"))
     with pytest.raises(ValueError, match="--split heldout or train"):
         evaluate(tmp_path / "run", split="all")
+    # another length needs text to build the examples from: the folder holds them at 16 tokens
+    with pytest.raises(ValueError, match="examples have 16 tokens.*--corpus"):
+        evaluate(tmp_path / "run", max_seq_len=12)
+    assert evaluate(tmp_path / "run", max_seq_len=12, corpus=str(corpus_file))["max_seq_len"] == 12
 
 
 def test_cli_prepare_then_pretrain_data(corpus_file, vocab, tmp_path, capsys):

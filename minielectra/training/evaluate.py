@@ -217,7 +217,12 @@ def examples_for(cfg: RunConfig, tokenizer, corpus: str | None = None, split: st
         if split == "all":
             raise ValueError(f"the run trained from the prepared folder {d.prepared}, which "
                              "holds a train and a held-out part: use --split heldout or train")
-        _, train, heldout = load_prepared(d.prepared, max_seq_len=d.max_seq_len)
+        _, train, heldout = load_prepared(d.prepared)
+        if heldout.input_ids.shape[1] != d.max_seq_len:  # evaluate --max-seq-len
+            raise ValueError(f"the run trained from the prepared folder {d.prepared}, whose "
+                             f"examples have {heldout.input_ids.shape[1]} tokens: to score "
+                             f"{d.max_seq_len}-token ones, name the text to build them from "
+                             "with --corpus")
         return f"prepared:{d.prepared}", heldout if split == "heldout" else train
     spec = corpus or d.corpus
     if corpus is None and absent_local_corpora(spec):
