@@ -25,7 +25,7 @@ from pathlib import Path
 from minielectra.experiments.swap_probe import swap_probe
 from minielectra.safeio import write_file
 from minielectra.training.evaluate import evaluate
-from minielectra.viz.scoring import load_checkpoint, score_text
+from minielectra.viz.scoring import Checkpoint, load_checkpoint, score_text
 
 WALK = "the man walked to the station in the rain ."
 PLAY = "the children played in the park after school ."
@@ -37,8 +37,7 @@ PROBES = [(WALK, "station", "the", "grammar"), (WALK, "walked", "of", "grammar")
 KEYS = ("disc_auc", "disc_precision", "disc_recall", "gen_accuracy", "examples")
 
 
-def probes(checkpoint: str) -> dict[str, float]:
-    ckpt = load_checkpoint(checkpoint)
+def probes(ckpt: Checkpoint) -> dict[str, float]:
     out = {}
     for text, old, new, kind in PROBES:
         position = next(r["position"] for r in score_text(ckpt, text) if r["original"] == old)
@@ -48,13 +47,14 @@ def probes(checkpoint: str) -> dict[str, float]:
 
 
 def scores(checkpoint: str) -> dict:
-    model = load_checkpoint(checkpoint).model
+    ckpt = load_checkpoint(checkpoint)
+    model = ckpt.model
     at = {n: evaluate(checkpoint, seed=0, max_seq_len=n) for n in (32, 128)}
     return {
         "evaluate": {n: {k: at[n][k] for k in KEYS} for n in at},
         "word_order": [swap_probe(model.discriminator.encoder, model.tokenizer, max_seq_len=32,
                                   seed=s)["score"] for s in range(3)],
-        "probes": probes(checkpoint),
+        "probes": probes(ckpt),
     }
 
 

@@ -2,8 +2,8 @@
 
     python research/disc_by_length.py --out FILE.json NAME=CHECKPOINT [NAME=CHECKPOINT ...]
 
-Each checkpoint is scored with the training loop's ``evaluate_model`` (512 evenly spaced held-out
-examples of its own corpus in batches of 64, its own generator replacing, its seed), once
+Each checkpoint is scored by ``minielectra evaluate`` (512 evenly spaced held-out examples of
+its own corpus in batches of 64, its own generator replacing, its seed), once
 with the examples cut at 32 tokens and once at 128, whatever length it was pre-trained at: the
 course's views show sentences of about 32 tokens, fine-tuning reads up to 128.
 """
@@ -11,31 +11,20 @@ course's views show sentences of about 32 tokens, fine-tuning reads up to 128.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
-from minielectra.training.evaluate import evaluate_model, examples_for, heldout_batches
-from minielectra.training.evaluate import run_config_for
-from minielectra.model.storage import resolve_bundled
-from minielectra.objectives.compute import load_model
+from minielectra.training.evaluate import evaluate
 
 LENGTHS, EXAMPLES = (32, 128), 512
 KEPT = ("disc_auc", "disc_auc_text", "disc_precision", "disc_recall", "gen_accuracy")
 
 
 def scores(checkpoint: str | Path) -> dict:
-    """``{"len32": {...}, "len128": {...}}``: the checkpoint loaded once, scored at each length."""
-    checkpoint = resolve_bundled(checkpoint)  # "bundled": the package's, with its run config
-    model = load_model(checkpoint).eval()
-    cfg = run_config_for(checkpoint, model)
-    model.objective = cfg.objective
+    """``{"len32": {...}, "len128": {...}}``: ``evaluate`` at each length."""
     out = {}
     for n in LENGTHS:
-        at_n = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, max_seq_len=n))
-        _, dataset = examples_for(at_n, model.tokenizer)
-        batches = heldout_batches(dataset, batch_size=64, max_examples=EXAMPLES)
-        result = evaluate_model(model, batches, seed=cfg.train.seed)
+        result = evaluate(checkpoint, max_examples=EXAMPLES, batch_size=64, max_seq_len=n)
         out[f"len{n}"] = {k: round(result[k], 4) for k in KEPT}
     return out
 

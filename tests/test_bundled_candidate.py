@@ -7,10 +7,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research"))
 
 import bundled_candidate  # noqa: E402
+from minielectra.viz.scoring import load_checkpoint  # noqa: E402
 
 
 def test_probes_are_lesson_06_s_and_score_the_replaced_word():
-    got = bundled_candidate.probes("bundled")
+    got = bundled_candidate.probes(load_checkpoint("bundled"))
     assert list(got) == [f"{old} -> {new} ({kind})" for _, old, new, kind in bundled_candidate.PROBES]
     assert all(0.0 <= p <= 1.0 for p in got.values())
     # what the suite page reads from it: the lesson's first grammar slip is caught with P > 0.9,

@@ -65,10 +65,10 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
              train: str | Path | None = None, dev: str | Path | None = None,
              columns: Columns = Columns(), regression: bool | None = None) -> dict[str, Any]:
     """Fine-tune ``checkpoint`` (an :class:`Electra` in memory or anything
-    :func:`~minielectra.training.checkpoints.resolve_checkpoint` takes) on one task (:func:`resolve_task`) ``seeds`` times,
-    seeds ``seed``, ``seed + 1``, ...; the median run on the dev set is the result (the paper's
-    protocol). With ``out``: ``result.json`` and the median run's model (``keep_all_models``:
-    every run's too, in ``seed-N/``)."""
+    :func:`~minielectra.training.checkpoints.resolve_checkpoint` takes) on one task
+    (:func:`resolve_task`) ``seeds`` times, seeds ``seed``, ``seed + 1``, ...; the median run on
+    the dev set is the result (the paper's protocol). With ``out``: ``result.json`` and the median
+    run's model (``keep_all_models``: every run's too, in ``seed-N/``)."""
     check_counts(seeds, max_train_examples)
     # an output that is, holds or lies in what the run reads would replace or mix with it
     refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint), "--train": train,
