@@ -7,11 +7,16 @@ when Chromium is absent; CI installs Debian's ``chromium`` package (``.ci/run``)
 """
 
 import struct
+import sys
+from pathlib import Path
 
 import pytest
 
 from minielectra.cli import main
-from minielectra.viz.browser import find_chromium, render
+from minielectra.viz.browser import find_chromium
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from browser import render  # noqa: E402  (tools/browser.py)
 
 needs_chromium = pytest.mark.skipif(find_chromium() is None, reason="no Chromium on this "
                                     "machine (apt-get install chromium; .ci/run installs it)")

@@ -4,8 +4,8 @@
 
 The picture goes the way ``minielectra viz --out`` and ``tests/test_viz_browser.py`` go:
 :func:`minielectra.viz.page.viz_text` writes the standalone page, headless Chromium
-(:func:`minielectra.viz.browser.render`) takes the screenshot. The sentence comes from WikiText-2's
-test split, which is not in the bundled checkpoint's corpus (``pretrain-en`` + ``pydocs``).
+(``tools/browser.py``) takes the screenshot. The sentence comes from WikiText-2's test split,
+which is not in the bundled checkpoint's corpus (``pretrain-en`` + ``pydocs``).
 
 The sentence and the seed were *picked* for a figure in which most replaced tokens are caught,
 among the candidates this script also scores: the first 400 test-split sentences of 16-30 word
@@ -29,9 +29,10 @@ from pathlib import Path
 
 import torch
 
-from minielectra.viz.browser import render
 from minielectra.viz.page import summary, viz_text
 from minielectra.viz.scoring import load_checkpoint, score_text
+
+from browser import render  # tools/browser.py: this script's folder is on the path
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCE = ("Although this was a minor post , in normal times it would have been at least the "
