@@ -285,7 +285,9 @@ def _add_viz(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="minielectra", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="minielectra", description=(
+        "Pre-train ELECTRA, fine-tune it on your data, GLUE or SQuAD, and see what its "
+        "discriminator thinks of every token."))
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     parser.add_argument("--version", action="version", version=f"minielectra {__version__}",
                         help="print the version and exit")

@@ -17,6 +17,15 @@ def commands():
     return parser, sub.choices
 
 
+def test_the_top_help_says_what_the_tool_does_in_a_users_words():
+    parser, choices = commands()
+    line = parser.format_help().split("\n\n")[1]  # after the usage lines
+    assert "ELECTRA" in line and "fine-tune" in line, line
+    assert not any(dev in line for dev in ("``", "argparse", "library function")), line
+    for name, sub in choices.items():  # each command's own line is a user's too
+        assert "``" not in (sub.description or "") + (sub.format_usage()), name
+
+
 @pytest.mark.parametrize("name", sorted(commands()[1]))
 def test_every_command_shows_an_example_that_parses(name):
     parser, choices = commands()
