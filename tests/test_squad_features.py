@@ -4,6 +4,7 @@ offsets on tricky passages (Unicode, whitespace runs), answers at and across a w
 import gzip
 import json
 import logging
+import os
 
 import pytest
 
@@ -168,6 +169,37 @@ def test_hub_rows_nest_back_into_the_official_format(tmp_path, monkeypatch):
     assert [len(p["qas"]) for a in s.dataset["data"] for p in a["paragraphs"]] == [2, 1]
     assert [(e.qid, e.is_impossible, e.answers) for e in s.examples] == [
         ("a", False, (("cat", 4),)), ("b", True, ()), ("c", False, (("bark", 5),))]
+
+
+def test_unreachable_hub_is_one_line_at_once_not_a_minute_of_retries(monkeypatch, tmp_path):
+    """Offline, ``datasets`` retries each request for about 25 s and logs every retry; the hub is
+    asked once first (as GLUE and the corpora do), so the load runs in offline mode and fails at
+    once with one line saying why and what to give instead."""
+    import datasets
+
+    from minielectra.data import hub as data_hub
+    monkeypatch.setattr(data_hub, "_PROBED", [])
+    monkeypatch.setattr(data_hub, "_probe", lambda timeout: "no connection to huggingface.co:443")
+    import huggingface_hub.constants
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):  # restored after the test, as are
+        monkeypatch.setenv(var, "")  # the imported modules' copies that going offline sets
+    for module in (huggingface_hub.constants, datasets.config):
+        monkeypatch.setattr(module, "HF_HUB_OFFLINE", module.HF_HUB_OFFLINE)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", datasets.config.HF_DATASETS_OFFLINE)
+    seen = []
+
+    def load_dataset(*args, **kwargs):
+        seen.append(os.environ.get("HF_HUB_OFFLINE"))
+        raise ConnectionError("Couldn't reach 'rajpurkar/squad' on the Hub")
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    with pytest.raises(ValueError) as e:
+        squad_data.load_split("squad", "dev", data_dir=tmp_path / "none")
+    assert seen == ["1"]  # offline mode was on when datasets was asked: no retries
+    message = str(e.value)
+    assert "\n" not in message
+    for part in ("rajpurkar/squad (validation)", "datasets cache", "hub is unreachable (no "
+                 "connection to huggingface.co:443)", "--dev FILE"):
+        assert part in message, message
 
 
 def test_dev_set_from_a_data_directory(tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...data.corpus import find_data_dir
+from ...data.hub import hub_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,7 @@ def data_dir_file(task: str, data_dir: str | Path | None = None) -> Path | None:
 
 def from_hub(task: str, split: str) -> SquadSet:
     """``rajpurkar/squad(_v2)`` through ``datasets``, nested back into the official format."""
+    offline = hub_unreachable()  # offline: the datasets cache only, and at once
     try:
         import datasets
         rows = datasets.load_dataset(HUB_NAMES[task], split=split)
@@ -160,8 +162,10 @@ def from_hub(task: str, split: str) -> SquadSet:
         hint = ("give --train FILE (official JSON), or --set squad.train_articles=N to train "
                 "on the first N articles of the dev set" if split == "train" else
                 "give --dev FILE (official JSON) or a data directory with squad/")
-        raise ValueError(f"cannot load {HUB_NAMES[task]} ({split}) from the hub "
-                         f"({type(e).__name__}: {e}); {hint}") from None
+        why = (f"not in the datasets cache, and the Hugging Face hub is unreachable ({offline})"
+               if offline else f"{type(e).__name__}: {e}")
+        raise ValueError(f"cannot load {HUB_NAMES[task]} ({split}) from the hub ({why}); "
+                         f"{hint}") from None
     articles: dict[str, dict[str, list]] = {}
     for r in rows:
         pars = articles.setdefault(r["title"], {})
