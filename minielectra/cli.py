@@ -171,7 +171,8 @@ def _add_squad_eval(sub) -> None:
 def _add_convert(sub) -> None:
     p = sub.add_parser("convert", help="convert to or from transformers' ELECTRA format")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--from-hf", metavar="SRC", help="a transformers ELECTRA directory")
+    g.add_argument("--from-hf", metavar="SRC", help="a transformers ELECTRA directory, or a "
+                   "hub model id (owner/name: google/electra-small-discriminator)")
     g.add_argument("--to-hf", metavar="SRC", help="a minielectra checkpoint directory, or a "
                    "`pretrain --out` run dir (its latest checkpoint)")
     p.add_argument("--generator", metavar="DIR", help="with --from-hf: the ElectraForMaskedLM "

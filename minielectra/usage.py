@@ -42,7 +42,8 @@ EXAMPLES = {
                 "reviews_dev.csv --out runs/reviews",
     "glue": "minielectra glue --checkpoint runs/nano --tasks sst2 rte --max-train-examples 2000",
     "predict": 'minielectra predict --model runs/reviews "a warm, funny film" "a dull film"',
-    "convert": "minielectra convert --from-hf electra-small-discriminator --out ckpt/small",
+    "convert": "minielectra convert --from-hf google/electra-small-discriminator --out "
+               "ckpt/small",
     "experiment": "minielectra experiment tying --preset nano --budget 500 --out experiments",
     "experiment efficiency": "minielectra experiment efficiency --preset mini --budget 6000 "
                              "--budgets 1.0 --seeds 5",

@@ -121,3 +121,29 @@ def test_the_license_pyproject_declares_ships_in_the_wheel():
     text = (root / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text
+
+
+@pytest.mark.parametrize("argv", [
+    ["evaluate", "--checkpoint", "electra-small-discriminator"],
+    ["viz", "--checkpoint", "electra-small-discriminator", "--text", "a cat", "--json"],
+    ["convert", "--from-hf", "electra-small-discriminator", "--out", "small"],
+    ["finetune", "--checkpoint", "electra-small-discriminator", "--train", "t.csv", "--dev",
+     "d.csv"]])
+def test_a_hub_model_id_without_its_owner_is_told_the_form(argv, tmp_path, monkeypatch, capsys):
+    """The name users remember is the model's, not its owner's: a checkpoint that is neither a
+    local path nor owner/name gets one line that gives the form, whichever command took it."""
+    from minielectra.cli import main
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text("text,label\na,0\nb,1\n")
+    (tmp_path / "d.csv").write_text("text,label\na,0\nb,1\n")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "electra-small-discriminator" in err and "owner/name" in err, err
+    assert "google/electra-small-discriminator" in err, err
+
+
+def test_the_convert_example_names_a_hub_model_id():
+    from minielectra.model.hubmodels import HUB_ID
+    from minielectra.usage import EXAMPLES
+    src = shlex.split(EXAMPLES["convert"])[shlex.split(EXAMPLES["convert"]).index("--from-hf") + 1]
+    assert HUB_ID.match(src), src

@@ -35,6 +35,7 @@ from ..config import ModelConfig, ObjectiveConfig
 from ..overrides import from_dict
 from . import hf
 from ..safeio import ASIDE, read_json, replace_dir, write_file
+from .hubmodels import owner_hint
 from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, check_finite,
                       check_state, load_tokenizer, order_safetensors_file, resolve_bundled,
                       verify_checksums, write_checksums, write_error)
@@ -83,7 +84,7 @@ def load_pretrained(path: str | Path, model_class: Callable[..., nn.Module], *,
         leftovers = sorted(path.parent.glob(f".{path.name}.old-*/{ASIDE}"))
         hint = (f"; an interrupted save left the previous checkpoint at {leftovers[-1]}"
                 if leftovers else "")
-        raise FileNotFoundError(f"no checkpoint directory at {path}{hint}")
+        raise FileNotFoundError(f"no checkpoint directory at {path}{hint or owner_hint(path)}")
     verify_checksums(path, MODEL_FILES)
     config = _read_json(path / CONFIG) if (path / CONFIG).is_file() else {}
     if config.get("format") == FORMAT:

@@ -29,6 +29,16 @@ def is_hub_id(spec: str | Path) -> bool:
     return bool(HUB_ID.match(text)) and not Path(text).exists() and ".." not in text
 
 
+def owner_hint(spec: str | Path) -> str:
+    """For a checkpoint that is not there: a name without a folder may be a hub model id that
+    lacks its owner (``electra-small-discriminator``); the words that say so, else ""."""
+    text = str(spec)
+    if "/" in text or Path(text).exists() or not re.fullmatch(r"[A-Za-z0-9][\w.-]*", text):
+        return ""
+    return ("; a Hugging Face hub model id names its owner too (owner/name, as "
+            "google/electra-small-discriminator)")
+
+
 def hub_model_dir(model_id: str) -> Path:
     """The local directory of hub model ``model_id``, downloaded when not in the cache."""
     from ..data.hub import hub_unreachable

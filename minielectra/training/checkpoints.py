@@ -22,6 +22,7 @@ import torch
 from ..config import RunConfig, TrainConfig
 from ..model import checkpoint, hf
 from ..model.electra import Electra
+from ..model.hubmodels import owner_hint
 from ..model.storage import CheckpointError, resolve_bundled
 from .optim import load_optimizer_state, lr_at
 
@@ -60,7 +61,7 @@ def resolve_checkpoint(checkpoint: str | Path) -> Path:
     latest = latest_checkpoint(path)
     if latest is None:
         raise FileNotFoundError(f"{checkpoint}: not a checkpoint directory, nor a run directory "
-                                "with checkpoints/step_*")
+                                f"with checkpoints/step_*{owner_hint(checkpoint)}")
     return latest
 
 

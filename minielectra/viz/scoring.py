@@ -24,6 +24,7 @@ import torch
 
 from ..data.tokenizer import WordPieceTokenizer
 from ..model.electra import Electra
+from ..model.hubmodels import owner_hint
 from ..model.storage import resolve_bundled
 from ..objectives.compute import DISCRIMINATIVE, load_model
 from ..training import checkpoints
@@ -49,7 +50,7 @@ def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
     """``"bundled"``, a checkpoint directory (minielectra or transformers), or a run directory
     (its latest checkpoint), loaded for scoring."""
     if not resolve_bundled(spec).is_dir():
-        raise FileNotFoundError(f"checkpoint {spec}: no such directory")
+        raise FileNotFoundError(f"checkpoint {spec}: no such directory{owner_hint(spec)}")
     model, path = checkpoints.load_checkpoint(spec, load_model)  # a run still pruning: its newest
     model.eval()
     if model.objective.name not in DISCRIMINATIVE:
