@@ -147,3 +147,19 @@ def test_the_convert_example_names_a_hub_model_id():
     from minielectra.usage import EXAMPLES
     src = shlex.split(EXAMPLES["convert"])[shlex.split(EXAMPLES["convert"]).index("--from-hf") + 1]
     assert HUB_ID.match(src), src
+
+
+@pytest.mark.parametrize("command", [["evaluate", "--checkpoint"], ["viz", "--text", "a cat",
+                                     "--json", "--checkpoint"], ["convert", "--out", "x",
+                                     "--to-hf"]])
+def test_a_fine_tuned_model_where_a_checkpoint_goes_points_to_predict(command, tmp_path,
+                                                                      monkeypatch, capsys):
+    from minielectra.cli import main
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text("text,label\ngood,1\nbad,0\nfine,1\nawful,0\n")
+    assert main(["finetune", "--train", "t.csv", "--dev", "t.csv", "--out", "model",
+                 "--set", "finetune.epochs=1"]) == 0
+    capsys.readouterr()
+    assert main([*command, "model"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "a fine-tuned model" in err and "minielectra predict --model model" in err, err

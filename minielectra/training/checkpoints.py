@@ -59,6 +59,10 @@ def resolve_checkpoint(checkpoint: str | Path) -> Path:
     if (path / "config.json").is_file() and any(path.glob("*model.*")) or hf.is_hf_dir(path):
         return path
     latest = latest_checkpoint(path)
+    if latest is None and (path / "finetune.json").is_file():  # finetune --out's record
+        raise FileNotFoundError(f"{checkpoint}: a fine-tuned model (`minielectra finetune "
+                                "--out`), not a pre-trained checkpoint; it scores texts: "
+                                f"minielectra predict --model {checkpoint} TEXT")
     if latest is None:
         raise FileNotFoundError(f"{checkpoint}: not a checkpoint directory, nor a run directory "
                                 f"with checkpoints/step_*{owner_hint(checkpoint)}")
