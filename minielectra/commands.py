@@ -20,8 +20,13 @@ GPU_PRESETS = ("small", "small++", "base")
 ON_GPU = {"train.precision": "bf16", "train.compile": True}
 
 
-def pretrain_config(args: argparse.Namespace):
-    """The run config of ``minielectra pretrain``: preset, then flags, then ``--set``."""
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def pretrain_config(args: argparse.Namespace, *, say=_stderr):
+    """The run config of ``minielectra pretrain``: preset, then flags, then ``--set``. What it
+    chose on its own (compiling on a CPU) goes to ``say``, a line."""
     cfg = preset(args.preset)
     flags = {"data.corpus": args.corpus, "data.prepared": args.data, "train.out_dir": args.out,
              "train.max_steps": args.max_steps, "train.device": args.device,
@@ -40,7 +45,7 @@ def pretrain_config(args: argparse.Namespace):
         cfg.validate()  # a bad value is refused before a word about compiling
         choice = decide_pretrain(cfg)  # on a CPU: when the run repays the compiling
         cfg = apply_overrides(cfg, [f"train.compile={choice.compile}"])
-        print(choice.line, file=sys.stderr)
+        say(choice.line)
     return cfg.validate()
 
 
@@ -66,8 +71,9 @@ def cmd_pretrain(args) -> dict | None:
     if launched():  # under torchrun: one process per GPU, rank 0 prints
         return pretrain_distributed(pretrain_config(args), resume=args.resume)
     from .training.loop import pretrain
-    cfg = pretrain_config(args)
-    result = pretrain(cfg, resume=args.resume)
+    said: list[str] = []  # said once the run starts: a run refused is its one error line
+    cfg = pretrain_config(args, say=said.append)
+    result = pretrain(cfg, resume=args.resume, on_start=lambda: [_stderr(s) for s in said])
     if result.get("stopped_by") == "max_minutes":  # said, not only in the JSON
         print(time_cap_note(result, max_steps=cfg.train.max_steps,
                             max_minutes=cfg.train.max_minutes, argv=args.argv), file=sys.stderr)

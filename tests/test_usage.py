@@ -163,3 +163,28 @@ def test_a_fine_tuned_model_where_a_checkpoint_goes_points_to_predict(command, t
     assert main([*command, "model"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "a fine-tuned model" in err and "minielectra predict --model model" in err, err
+
+
+def test_a_refused_pretrain_is_one_line_with_no_word_before(tmp_path, monkeypatch, capsys):
+    """The compiling rule's line tells of a run about to start; a run refused at the start
+    (--resume with nothing to resume or another config, a fresh run over an earlier one's
+    checkpoints, a GPU this machine lacks) says only why."""
+    import torch
+
+    from minielectra.cli import main
+    monkeypatch.chdir(tmp_path)
+    run = ["pretrain", "--preset", "tiny", "--out", "run"]
+    refused = [[*run, "--resume"]]
+    if not torch.cuda.is_available():
+        refused.append([*run, "--device", "cuda"])
+    for argv in refused:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "error:" in err[0], (argv, err)
+    assert main(run) == 0
+    capsys.readouterr()
+    for argv, why in [(run, "already holds 1 checkpoint"),
+                      ([*run, "--resume", "--max-steps", "3"], "train.max_steps: 6 -> 3")]:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and why in err[0], (argv, err)

@@ -34,14 +34,16 @@ from .step import MetricsLog, NanGuard, train_step
 def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
              until_step: int | None = None,
              on_record: Callable[[dict[str, Any]], None] | None = None,
+             on_start: Callable[[], None] | None = None,
              ranks: Ranks = Ranks()) -> dict[str, Any]:
     """Pre-train ELECTRA as ``cfg`` says; returns the held-out metrics and the checkpoint path.
 
     ``resume=True`` continues from the latest checkpoint in ``train.out_dir`` (same config
     required). ``until_step`` stops early (with a checkpoint) without changing the schedule.
-    ``on_record`` gets every record written to ``metrics.jsonl``. ``ranks``: this process's place
-    in a data-parallel run (:mod:`.ranks`). Ctrl-C (or SIGTERM) saves the last completed step
-    and raises :class:`.interrupt.Interrupted`.
+    ``on_record`` gets every record written to ``metrics.jsonl``; ``on_start()`` runs once the
+    run is set up (its folder held, its data built, every check passed). ``ranks``: this
+    process's place in a data-parallel run (:mod:`.ranks`). Ctrl-C (or SIGTERM) saves the last
+    completed step and raises :class:`.interrupt.Interrupted`.
     """
     cfg.validate()  # types and ranges: refused before the lock creates train.out_dir
     resolve_device(cfg.train)
@@ -55,6 +57,8 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
             release_run_dir(lock, failed=True)
             lock = None
             raise
+        if on_start is not None:
+            on_start()
         with deferred_sigint() as run.sigint:  # Ctrl-C waits for the step in flight
             stop = run.train(until_step)
         summary = run.finish(stop)
