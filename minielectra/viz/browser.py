@@ -19,6 +19,7 @@ def find_chromium() -> str | None:
 
 
 def chromium_binary() -> str:
+    """:func:`find_chromium`'s binary, or one line saying how to get one."""
     chromium = find_chromium()
     if chromium is None:
         raise FileNotFoundError("no Chromium found (apt-get install chromium, or set "
