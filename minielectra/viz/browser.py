@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+
 def find_chromium() -> str | None:
     """The Chromium binary: ``$MINIELECTRA_CHROMIUM``, else the first on PATH, else None."""
     found = (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome", "chrome"))
