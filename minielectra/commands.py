@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 
 from .config import apply_overrides, override_keys, preset
 from .ownership import refuse_overlap
@@ -87,12 +88,14 @@ def cmd_evaluate(args) -> dict:
                     split=args.split, max_seq_len=args.max_seq_len)
 
 
-def shipped_checkpoint(args) -> str:
-    """``--checkpoint``, or (none given) the bundled one, said in one line."""
-    if args.checkpoint is None:
-        print(f"minielectra {args.command}: no --checkpoint given: fine-tuning the bundled one "
-              "(a small teaching model, see its MODEL_CARD.md)", file=sys.stderr)
-    return args.checkpoint or "bundled"
+def shipped_checkpoint(args) -> tuple[str, Callable[[], None]]:
+    """``--checkpoint``, or (none given) the bundled one, and what says so in one line (when the
+    run starts: a refusal stays its one error line)."""
+    def say() -> None:
+        if args.checkpoint is None:
+            _stderr(f"minielectra {args.command}: no --checkpoint given: fine-tuning the bundled "
+                    "one (a small teaching model, see its MODEL_CARD.md)")
+    return args.checkpoint or "bundled", say
 
 
 def cmd_finetune(args) -> dict:
@@ -100,7 +103,7 @@ def cmd_finetune(args) -> dict:
     from .finetune.summary import finetune_summary
     from .finetune.owndata.data import Columns
     columns = Columns(args.text_column, args.text_pair_column, args.label_column)
-    checkpoint = shipped_checkpoint(args)
+    checkpoint, say = shipped_checkpoint(args)
     flags = [f"finetune.long_text={args.long_text}"]
     flags += [f"finetune.keep_epoch={args.keep_epoch}"] if args.keep_epoch else []
     flags += ["finetune.from_scratch=true"] if args.from_scratch else []
@@ -109,17 +112,17 @@ def cmd_finetune(args) -> dict:
     result = finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
                       overrides=flags + args.set, max_train_examples=args.max_train_examples,
                       train=args.train, dev=args.dev, columns=columns,
-                      regression=True if args.regression else None)
+                      regression=True if args.regression else None, on_start=say)
     print(finetune_summary(result, args.out, inputs=args.dev), file=sys.stderr)  # for people
     return result
 
 
 def cmd_glue(args) -> dict:
     from .finetune.glue.suite import run_glue
-    checkpoint = shipped_checkpoint(args)
+    checkpoint, say = shipped_checkpoint(args)
     result = run_glue(checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
                       out=args.out, overrides=args.set, save_models=args.save_models,
-                      max_train_examples=args.max_train_examples)
+                      max_train_examples=args.max_train_examples, on_start=say)
     print(result["table"], file=sys.stderr)  # for people; stdout stays one JSON document
     return result
 

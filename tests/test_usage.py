@@ -188,3 +188,42 @@ def test_a_refused_pretrain_is_one_line_with_no_word_before(tmp_path, monkeypatc
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and why in err[0], (argv, err)
+
+
+@pytest.mark.parametrize("argv", [["finetune", "--train", "latin1.csv", "--dev", "t.csv"],
+                                  ["finetune", "--task", "sst2"], ["glue", "--tasks", "rte"],
+                                  ["finetune", "--task", "squad"]])
+def test_a_refused_fine_tuning_is_one_line_with_no_word_before(argv, tmp_path, monkeypatch,
+                                                               capsys):
+    """Without --checkpoint the bundled one is fine-tuned, and that is said once the data is
+    read: a bad file, or no data and no hub, is its one error line."""
+    import datasets
+
+    from minielectra.cli import main
+    from minielectra.data import hub as data_hub
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MINIELECTRA_DATA_DIR", raising=False)
+    monkeypatch.setattr(data_hub, "_PROBED", ["no connection to huggingface.co:443: test"])
+
+    def load_dataset(*args, **kwargs):
+        raise ConnectionError("offline")
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    (tmp_path / "latin1.csv").write_bytes(b"text,label\ncaf\xe9,0\nb,1\n")
+    (tmp_path / "t.csv").write_text("text,label\na,0\nb,1\n")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "error:" in err[0], err
+
+
+def test_fine_tuning_the_bundled_checkpoint_says_so_once_when_it_starts(tmp_path, monkeypatch,
+                                                                        capsys):
+    from minielectra.cli import main
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text("text,label\ngood,1\nbad,0\nfine,1\nawful,0\n")
+    assert main(["finetune", "--train", "t.csv", "--dev", "t.csv", "--set",
+                 "finetune.epochs=1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    said = [i for i, line in enumerate(err) if "no --checkpoint given" in line]
+    recipe = [i for i, line in enumerate(err) if "the recipe for your own data" in line]
+    assert len(said) == 1 and said[0] == 0, err  # the first line, before the run's own
+    assert not recipe  # finetune.epochs given: the recipe's epochs are not added

@@ -63,12 +63,14 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
              data_dir: str | Path | None = None, max_train_examples: int | None = None,
              progress: bool = True, save_model: bool = True, keep_all_models: bool = False,
              train: str | Path | None = None, dev: str | Path | None = None,
-             columns: Columns = Columns(), regression: bool | None = None) -> dict[str, Any]:
+             columns: Columns = Columns(), regression: bool | None = None,
+             on_start=None) -> dict[str, Any]:
     """Fine-tune ``checkpoint`` (an :class:`Electra` in memory or anything
     :func:`~minielectra.training.checkpoints.resolve_checkpoint` takes) on one task
     (:func:`resolve_task`) ``seeds`` times, seeds ``seed``, ``seed + 1``, ...; the median run on
     the dev set is the result (the paper's protocol). With ``out``: ``result.json`` and the median
-    run's model (``keep_all_models``: every run's too, in ``seed-N/``)."""
+    run's model (``keep_all_models``: every run's too, in ``seed-N/``). ``on_start()`` runs
+    once the data is read and ``out`` is held."""
     check_counts(seeds, max_train_examples)
     # an output that is, holds or lies in what the run reads would replace or mix with it
     refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint), "--train": train,
@@ -81,7 +83,7 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
             return finetune_squad(checkpoint, task, out=folder, seed=seed, overrides=overrides,
                                   train=train, dev=dev, data_dir=data_dir,
                                   max_train_examples=max_train_examples, progress=progress,
-                                  save_model=save_model)
+                                  save_model=save_model, on_start=on_start)
     cfg = finetune_config(overrides)  # a bad value is refused before the data is read
     task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
     added = []
@@ -89,12 +91,15 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
         overrides, added = own_data_overrides(overrides)
         cfg = finetune_config(overrides)
     pretrained, source = open_checkpoint(checkpoint)
-    with finetune_output(out) as folder:  # locked; replaced when all is written
-        if added and progress:  # once the inputs and --out are good: a refusal stays one line
+    def start():  # once the inputs and --out are good: a refusal stays one line
+        if on_start is not None:
+            on_start()
+        if added and progress:
             print(f"finetune {task.display}: the recipe for your own data, {OWN_DATA_NOTE} "
                   "(the best on the GLUE-style suite's average; --set finetune.epochs=N to "
                   "change it)", file=sys.stderr)
+    with finetune_output(out) as folder:  # locked; replaced when all is written
         return _finetune(pretrained, source, task, cfg, out=folder, seed=seed, seeds=seeds,
                          data_dir=data_dir, max_train_examples=max_train_examples,
                          progress=progress, save_model=save_model,
-                         keep_all_models=keep_all_models)
+                         keep_all_models=keep_all_models, on_start=start)

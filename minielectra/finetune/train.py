@@ -272,13 +272,15 @@ def _keep_median_model(out: Path, runs: list[dict], median_seed: int, keep_all: 
 
 def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *, out, seed,
               seeds, data_dir, max_train_examples, progress, save_model,
-              keep_all_models) -> dict[str, Any]:
+              keep_all_models, on_start=None) -> dict[str, Any]:
     if cfg.max_seq_len > pretrained.config.max_position_embeddings:
         raise ValueError(f"finetune.max_seq_len {cfg.max_seq_len} exceeds the model's "
                          f"max_position_embeddings {pretrained.config.max_position_embeddings}")
     tokenizer = get_tokenizer(pretrained, cfg)
     data = prepare_data(task, tokenizer, cfg, data_dir=data_dir,
                         max_train_examples=max_train_examples)
+    if on_start is not None:  # said once the data is read: a refusal stays one line
+        on_start()
     warn_untrained_positions(source, data.train, f"{task.name}, training set")
     cfg = choose_compile(cfg, task, data, pretrained.config, progress=progress)
     save = out is not None and save_model

@@ -27,11 +27,12 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
              out: str | Path | None = None, overrides: Sequence[str] = (),
              data_dir: str | Path | None = None, max_train_examples: int | None = None,
              progress: bool = True, save_models: bool = False, skip_missing: bool = True,
-             name: str | None = None) -> dict[str, Any]:
+             name: str | None = None, on_start=None) -> dict[str, Any]:
     """Fine-tune on several tasks (default: the 8 of the GLUE score) and tabulate them. A task
     whose data is absent is skipped and listed (``skip_missing``), so an offline data dir without
     MNLI/QQP still yields the other columns (a partial average). With ``out``: ``glue.json``,
-    ``glue.md`` and a folder per task: its ``result.json`` (and, ``save_models``, its model)."""
+    ``glue.md`` and a folder per task: its ``result.json`` (and, ``save_models``, its model).
+    ``on_start()`` runs once the first task's data is read."""
     if save_models and out is None:
         raise ValueError("save_models needs out: the folder the fine-tuned models go to")
     check_counts(seeds, max_train_examples)
@@ -46,7 +47,7 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
         summary = _run_tasks(pretrained, source, names, cfg, out=folder, seeds=seeds, seed=seed,
                              data_dir=data_dir, max_train_examples=max_train_examples,
                              progress=progress, save_models=save_models,
-                             skip_missing=skip_missing,
+                             skip_missing=skip_missing, on_start=on_start,
                              label=name or (Path(str(checkpoint)).name if source else "model"))
         if folder is not None:
             write_file(folder / "glue.json", json.dumps(summary, indent=2) + "\n")
@@ -56,7 +57,8 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
 
 def _run_tasks(pretrained, source, names: list[str], cfg: FinetuneConfig, *, out: Path | None,
                seeds: int, seed: int, data_dir, max_train_examples, progress: bool,
-               save_models: bool, skip_missing: bool, label: str) -> dict[str, Any]:
+               save_models: bool, skip_missing: bool, label: str,
+               on_start=None) -> dict[str, Any]:
     """Fine-tune and score each task (into ``out/TASK``), then the summary and its table."""
     results, missing = {}, {}
     for t in names:
@@ -65,7 +67,8 @@ def _run_tasks(pretrained, source, names: list[str], cfg: FinetuneConfig, *, out
                 pretrained, source, glue.get_task(t), cfg, seed=seed, seeds=seeds,
                 data_dir=data_dir, max_train_examples=max_train_examples, progress=progress,
                 save_model=save_models, keep_all_models=False,
-                out=None if out is None else out / t)
+                out=None if out is None else out / t, on_start=on_start)
+            on_start = None  # said once, by the first task that has its data
         except glue.GlueDataError as e:
             if not skip_missing:
                 raise

@@ -125,8 +125,10 @@ def load_sets(task: str, squad: SquadConfig, *, train=None, dev=None, data_dir=N
     return sets
 
 
-def _configs(overrides: Sequence[str], max_positions: int) -> tuple[FinetuneConfig, SquadConfig]:
-    """The GLUE recipe, SQuAD's length and epochs unless ``--set`` says otherwise."""
+def _configs(overrides: Sequence[str], max_positions: int
+             ) -> tuple[FinetuneConfig, SquadConfig, str | None]:
+    """The GLUE recipe, SQuAD's length and epochs unless ``--set`` says otherwise, and a warning
+    to give once the data is read (windows cut to the model's positions), or None."""
     cfg, squad, given = FinetuneConfig(), SquadConfig(), override_keys(overrides)
     defaults = [f"finetune.{k}={v}" for k, v in RECIPE.items() if f"finetune.{k}" not in given]
     apply_overrides({"finetune": cfg, "squad": squad}, defaults + list(overrides))
@@ -138,24 +140,30 @@ def _configs(overrides: Sequence[str], max_positions: int) -> tuple[FinetuneConf
         if "finetune.max_seq_len" in given:
             raise ValueError(f"finetune.max_seq_len {cfg.max_seq_len} exceeds the model's "
                              f"max_position_embeddings {max_positions}")
-        log.warning("windows of %d tokens: the model reads no more (the recipe's %d)",
-                    max_positions, cfg.max_seq_len)
+        note = (f"windows of {max_positions} tokens: the model reads no more (the recipe's "
+                f"{cfg.max_seq_len})")
         cfg.max_seq_len = max_positions
-    return cfg, squad
+        return cfg, squad, note
+    return cfg, squad, None
 
 
 def finetune_squad(checkpoint, task: str = "squad", *, out=None, seed: int = 0,
                    overrides: Sequence[str] = (), train=None, dev=None, data_dir=None,
                    max_train_examples: int | None = None, progress: bool = True,
-                   save_model: bool = True) -> dict[str, Any]:
+                   save_model: bool = True, on_start=None) -> dict[str, Any]:
     """Fine-tune ``checkpoint`` on SQuAD (``task``: squad or squad_v2), score the dev set. With
-    ``out``: ``result.json``, ``predictions.json`` (2.0: ``na_probs.json``) and the model."""
+    ``out``: ``result.json``, ``predictions.json`` (2.0: ``na_probs.json``) and the model.
+    ``on_start()`` runs once the data is read."""
     if task not in TASKS:
         raise ValueError(f"unknown question-answering task {task!r}: {' or '.join(TASKS)}")
     pretrained, source = open_checkpoint(checkpoint)
-    cfg, squad = _configs(overrides, pretrained.config.max_position_embeddings)
+    cfg, squad, note = _configs(overrides, pretrained.config.max_position_embeddings)
     tokenizer = get_tokenizer(pretrained, cfg)
     train_set, dev_set = load_sets(task, squad, train=train, dev=dev, data_dir=data_dir)
+    if on_start is not None:  # said once the data is read: a refusal stays one line
+        on_start()
+    if note is not None:
+        log.warning("%s", note)
     examples = squad_data.trainable(train_set.examples)
     if max_train_examples is not None:
         keep = np.random.default_rng(seed).permutation(len(examples))[:max_train_examples]
