@@ -85,7 +85,7 @@ def cmd_pretrain(args) -> dict | None:
 def cmd_evaluate(args) -> dict:
     from .training.evaluate import evaluate
     return evaluate(args.checkpoint, corpus=args.corpus, max_examples=args.max_examples,
-                    split=args.split, max_seq_len=args.max_seq_len)
+                    split=args.split, max_seq_len=args.max_seq_len, progress=True)
 
 
 def shipped_checkpoint(args) -> tuple[str, Callable[[], None]]:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from minielectra.config import apply_overrides, preset
+from minielectra.config import RunConfig, apply_overrides, preset
 from minielectra.model.electra import Electra
 from minielectra.training.evaluate import evaluate, evaluate_model, heldout_batches, roc_auc
 
@@ -154,8 +154,11 @@ def test_cli_evaluate_prints_the_json_and_refuses_bad_counts(run_dir, capsys):
 
     out, trained = run_dir
     assert main(["evaluate", "--checkpoint", str(out), "--max-examples", "4"]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    printed = json.loads(said.out)  # stdout is the JSON alone; the progress goes to stderr
     assert printed["examples"] == 4 and printed["checkpoint"] == trained["checkpoint"]
+    batches = -(-4 // RunConfig.load(out / "config.json").train.batch_size)
+    assert f"evaluate: {batches}/{batches} (100%)" in said.err, said.err
     assert printed == {**evaluate(out, max_examples=4)}
     assert main(["evaluate", "--checkpoint", str(out), "--max-examples", "0"]) == 2
     assert "max_examples must be positive, got 0" in capsys.readouterr().err

@@ -30,6 +30,7 @@ from ..data.dataset import build_dataset, collate
 from ..data.prepare import load_prepared
 from ..model.electra import Electra
 from ..objectives.compute import DISCRIMINATIVE, compute, load_model
+from ..progress import progress_bar
 from .checkpoints import load_checkpoint
 from .device import autocast, device_named
 
@@ -162,7 +163,8 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     corpus, and ``split="all"`` scores all of it (``"train"``: the part a run trains on). A run's
     corpus that lives only in an absent data dir is replaced by ``pydocs``, with a warning.
     ``max_seq_len`` builds the examples at another length than the run's last one (a run
-    pre-trained at two lengths is worth scoring at both).
+    pre-trained at two lengths is worth scoring at both). ``progress``: bars for building the
+    examples and for scoring them (``minielectra evaluate`` shows them).
     """
     if split not in ("heldout", "train", "all"):
         raise ValueError(f"split must be heldout, train or all, got {split!r}")
@@ -191,9 +193,18 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     model.to(dev)
     batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
                               device=dev)
-    result = evaluate_model(model, batches, seed=seed)
+    examples = min(len(dataset), max_examples or len(dataset))
+    with progress_bar(total=-(-examples // batch_size), desc="evaluate", unit="batch",
+                      disable=not progress) as bar:
+        result = evaluate_model(model, _counted(batches, bar), seed=seed)
     return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed,
             "max_seq_len": cfg.data.max_seq_len, **result}
+
+
+def _counted(batches: Iterable, bar) -> Iterator:
+    for batch in batches:
+        yield batch
+        bar.update()
 
 
 def run_config_for(path: Path, model) -> RunConfig:
