@@ -197,4 +197,4 @@ def cmd_viz(args):
         raise ValueError("--run DIR writes a page: give --out FILE.html, and no --checkpoint "
                          "or --json")
     return viz_run(args.run, out=args.out, text=args.text, replace=replace, seed=args.seed,
-                   words=args.words, heldout_examples=args.heldout_examples)
+                   words=args.words, heldout_examples=args.heldout_examples, progress=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 LOG_INTERVAL_S = 30.0  # seconds between two lines when the output is not a terminal
 
@@ -90,3 +90,10 @@ def progress_bar(total: int | None = None, *, file: TextIO | None = None, **kwar
         from tqdm import tqdm
         return tqdm(total=total, file=file, **kwargs)
     return LineProgress(total, file=file, **kwargs)
+
+
+def counted(items: Iterable, bar, size: Callable[[Any], float] = lambda item: 1) -> Iterator:
+    """``items`` as they are, each one adding ``size(item)`` to ``bar`` as it is handed on."""
+    for item in items:
+        bar.update(size(item))
+        yield item

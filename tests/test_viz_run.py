@@ -313,7 +313,9 @@ def test_viz_run_page_has_report_slider_and_heldout(run, tmp_path, capsys):
     page = tmp_path / "run.html"
     assert main(["viz", "--run", str(run[0]), "--out", str(page), "--heldout-examples",
                  "8"]) == 0
-    result = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    result = json.loads(said.out)
+    assert "held-out: " in said.err and "(100%)" in said.err, said.err  # the scoring's progress
     assert result["checkpoints"] == [2, 4, 6] and result["records"] == len(_jsonl(run[0]))
     assert result["text"] == heldout_text(load_checkpoint(run[0]))
     html = page.read_text()

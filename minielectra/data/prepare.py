@@ -30,7 +30,7 @@ from ..safeio import FolderLock, check_out_dir, read_json, write_file
 from .corpus import open_corpus
 from .dataset import (CHUNK_CHARS, FORMAT_VERSION, PretrainingDataset, _chunks, _map_chunks,
                       write_arrays)
-from ..progress import progress_bar
+from ..progress import counted, progress_bar
 from .examples import BuildSettings
 from .tokenizer import WordPieceTokenizer, bert_uncased
 
@@ -121,7 +121,8 @@ def _prepare_split(corpus, tokenizer, settings: BuildSettings, root: Path, *, sp
     with progress_bar(desc=f"prepare {split}", unit="char", unit_scale=True, initial=skipped_chars,
               disable=not progress) as bar:
         while True:
-            group = list(_counted(itertools.islice(results, chunks_per_shard), bar))
+            group = list(counted(itertools.islice(results, chunks_per_shard), bar,
+                                 size=lambda result: result[1]))
             if not group and index > 0:
                 break
             _write_shard(root, index, group, first_chunk=index * chunks_per_shard,
@@ -139,12 +140,6 @@ def _prepare_split(corpus, tokenizer, settings: BuildSettings, root: Path, *, sp
     summary = {"split": split, "shards": index, **totals}
     write_file(done_path, json.dumps(summary, indent=2) + "\n")
     return summary
-
-
-def _counted(results, bar):
-    for result in results:
-        bar.update(result[1])
-        yield result
 
 
 def prepare(corpus: str, *, out, tokenizer: str = "bert-base-uncased", max_seq_len: int = 128,

@@ -30,7 +30,7 @@ from ..data.dataset import build_dataset, collate
 from ..data.prepare import load_prepared
 from ..model.electra import Electra
 from ..objectives.compute import DISCRIMINATIVE, compute, load_model
-from ..progress import progress_bar
+from ..progress import counted, progress_bar
 from .checkpoints import load_checkpoint
 from .device import autocast, device_named
 
@@ -196,15 +196,9 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     examples = min(len(dataset), max_examples or len(dataset))
     with progress_bar(total=-(-examples // batch_size), desc="evaluate", unit="batch",
                       disable=not progress) as bar:
-        result = evaluate_model(model, _counted(batches, bar), seed=seed)
+        result = evaluate_model(model, counted(batches, bar), seed=seed)
     return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed,
             "max_seq_len": cfg.data.max_seq_len, **result}
-
-
-def _counted(batches: Iterable, bar) -> Iterator:
-    for batch in batches:
-        yield batch
-        bar.update()
 
 
 def run_config_for(path: Path, model) -> RunConfig:

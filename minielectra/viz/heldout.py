@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
+from ..progress import counted, progress_bar
 from ..training.evaluate import (evaluate_model, examples_for, heldout_batches, roc_auc,
                                   run_config_for)
 from .scoring import Checkpoint
@@ -36,7 +37,8 @@ def heldout_text(ckpt: Checkpoint, *, index: int = 0, corpus: str | None = None,
 
 
 def heldout_scores(ckpt: Checkpoint, *, max_examples: int | None = 512,
-                   corpus: str | None = None, seed: int | None = None, dataset=None) -> dict:
+                   corpus: str | None = None, seed: int | None = None, dataset=None,
+                   progress: bool = False) -> dict:
     """Every real token of the held-out examples: ``p_replaced``, ``replaced`` (labels),
     ``text`` (False for [CLS]/[SEP]) as arrays, plus ``auc``, ``examples`` and ``seed``."""
     cfg = run_config_for(ckpt.path, ckpt.model)
@@ -46,7 +48,10 @@ def heldout_scores(ckpt: Checkpoint, *, max_examples: int | None = 512,
         raise ValueError(f"checkpoint {ckpt.name}: the held-out split is empty")
     batches = heldout_batches(dataset, batch_size=cfg.train.batch_size,
                               max_examples=max_examples)
-    r = evaluate_model(ckpt.model, batches, seed=seed, keep_tokens=True)
+    examples = min(len(dataset), max_examples or len(dataset))
+    with progress_bar(total=-(-examples // cfg.train.batch_size), desc="held-out",
+                      unit="batch", disable=not progress) as bar:
+        r = evaluate_model(ckpt.model, counted(batches, bar), seed=seed, keep_tokens=True)
     p = torch.sigmoid(torch.from_numpy(r["token_logits"]).float()).numpy()
     return {"p_replaced": p, "replaced": r["token_replaced"], "text": r["token_text"],
             "auc": roc_auc(p, r["token_replaced"]), "examples": r["examples"], "seed": seed}

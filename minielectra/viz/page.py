@@ -82,10 +82,11 @@ def viz_text(checkpoint: str | Path = "bundled", text: str = "", *,
 
 def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
             replace: dict[int, str] | None = None, seed: int = 0, words: bool = False,
-            heldout_examples: int | None = None) -> dict:
+            heldout_examples: int | None = None, progress: bool = False) -> dict:
     """A run's page: training report, checkpoint slider (on ``text`` or the first held-out
     example), and the last checkpoint's held-out calibration and precision-recall: on all its
-    held-out examples, as ``minielectra evaluate`` scores them, or ``heldout_examples`` (0: off)."""
+    held-out examples, as ``minielectra evaluate`` scores them, or ``heldout_examples`` (0: off).
+    ``progress``: a bar while they are scored."""
     if text is not None and not text.strip():
         raise ValueError("the text is empty: give a sentence to score (--text), or leave it out")
     if heldout_examples is not None and heldout_examples < 0:
@@ -111,7 +112,8 @@ def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
             sections.append(("The last checkpoint on one sentence", HOW_TO_READ["strip"],
                              token_strip(frames[-1][1], words=words)))
         if heldout_examples != 0:
-            s = heldout_scores(last, max_examples=heldout_examples, dataset=dataset)
+            s = heldout_scores(last, max_examples=heldout_examples, dataset=dataset,
+                               progress=progress)
             result["heldout_auc"], result["heldout_examples"] = s["auc"], s["examples"]
             of = "" if s["examples"] == len(dataset) else f" of {len(dataset)}"
             sections.append(("Held-out calibration and precision-recall", HOW_TO_READ["heldout"],
