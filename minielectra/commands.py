@@ -138,7 +138,8 @@ def cmd_predict(args) -> dict:
                          "A<TAB>B for pairs)")
     return run_predict(args.model, texts=args.sentences, file=args.file,
                        text_column=args.text_column,
-                       text_pair_column=args.text_pair_column, long_text=args.long_text)
+                       text_pair_column=args.text_pair_column, long_text=args.long_text,
+                       progress=True)
 
 
 def cmd_squad_eval(args) -> dict:

@@ -1,6 +1,7 @@
 """What the command line says besides results: --help, "did you mean", the next commands."""
 
 import argparse
+import json
 import shlex
 
 import pytest
@@ -227,3 +228,20 @@ def test_fine_tuning_the_bundled_checkpoint_says_so_once_when_it_starts(tmp_path
     recipe = [i for i, line in enumerate(err) if "the recipe for your own data" in line]
     assert len(said) == 1 and said[0] == 0, err  # the first line, before the run's own
     assert not recipe  # finetune.epochs given: the recipe's epochs are not added
+
+
+def test_predict_shows_progress_on_a_long_file_and_none_for_a_few_texts(tmp_path, monkeypatch,
+                                                                        capsys):
+    from minielectra.cli import main
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text("text,label\ngood,1\nbad,0\nfine,1\nawful,0\n")
+    assert main(["finetune", "--train", "t.csv", "--dev", "t.csv", "--out", "model",
+                 "--set", "finetune.epochs=1"]) == 0
+    capsys.readouterr()
+    (tmp_path / "many.txt").write_text("".join(f"text number {i}\n" for i in range(9 * 128)))
+    assert main(["predict", "--model", "model", "--file", "many.txt"]) == 0
+    said = capsys.readouterr()
+    assert len(json.loads(said.out)["predictions"]) == 9 * 128
+    assert "predict: 9/9 (100%)" in said.err, said.err
+    assert main(["predict", "--model", "model", "a fine film"]) == 0
+    assert "predict:" not in capsys.readouterr().err

@@ -36,17 +36,19 @@ def _examples(task: Task, pairs: Sequence[str | Pair]) -> list[Example]:
 
 
 def predict(finetuned: str | Path | Finetuned, pairs: Sequence[str | Pair],
-            *, batch_size: int = 128, long_text: str | None = None) -> list[dict[str, Any]]:
+            *, batch_size: int = 128, long_text: str | None = None,
+            progress: bool = False) -> list[dict[str, Any]]:
     """Score new sentences (single-sentence tasks) or ``(a, b)`` pairs with a fine-tuned model:
     ``{"label", "label_id", "probabilities": {name: p}}``, or for regression ``{"score"}`` on the
-    labels' scale (STS-B: 0-5). ``long_text``: :mod:`.windows`; default: as fine-tuned."""
+    labels' scale (STS-B: 0-5). ``long_text``: :mod:`.windows`; default: as fine-tuned.
+    ``progress``: a bar for a long list (:func:`.windows.predict_texts`)."""
     ft = finetuned if isinstance(finetuned, Finetuned) else load_finetuned(finetuned)
     mode = long_text or ft.config.long_text
     enc = encode_texts(ft.tokenizer, _examples(ft.task, pairs), ft.config.max_seq_len,
                        long_text=mode)
     warn_long(enc, "predict", mode, pairs=ft.task.is_pair)
     outputs, logits = predict_texts(ft.model, ft.task, enc, pad_id=ft.tokenizer.pad_id,
-                                    batch_size=batch_size)
+                                    batch_size=batch_size, progress=progress)
     if ft.task.is_regression:
         return [{"score": float(s)} for s in outputs]
     probs = torch.from_numpy(logits).softmax(-1).numpy()
@@ -74,7 +76,7 @@ def group_texts(texts: Sequence[str], task: Task) -> list[Pair]:
 def run_predict(model: str | Path, pairs: Sequence[str | Pair] = (), *,
                 texts: Sequence[str] = (), file: str | Path | None = None,
                 text_column: str | None = None, text_pair_column: str | None = None,
-                long_text: str | None = None) -> dict[str, Any]:
+                long_text: str | None = None, progress: bool = False) -> dict[str, Any]:
     """``minielectra predict``: each input (``pairs``, ``texts`` as the command line gives them,
     or those of ``file``: :func:`.owndata.inputs.read_inputs`) with its prediction, as JSON."""
     ft = load_finetuned(model)
@@ -85,5 +87,6 @@ def run_predict(model: str | Path, pairs: Sequence[str | Pair] = (), *,
                             text_column=text_column, text_pair_column=text_pair_column)
     pairs = [(p, None) if isinstance(p, str) else (p[0], p[1]) for p in pairs]
     rows = [{"text_a": a, "text_b": b, **p}
-            for (a, b), p in zip(pairs, predict(ft, pairs, long_text=long_text))]
+            for (a, b), p in zip(pairs, predict(ft, pairs, long_text=long_text,
+                                                progress=progress))]
     return {"model": str(model), "task": ft.task.name, "predictions": rows}

@@ -28,6 +28,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..progress import counted, progress_bar
 from .classifier import collate
 from .task import Example, Task
 
@@ -113,18 +114,23 @@ def pool(logits: np.ndarray, owner: list[int] | None, texts: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def predict_texts(model, task: Task, enc: Encoded, *, pad_id: int,
-                  batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+def predict_texts(model, task: Task, enc: Encoded, *, pad_id: int, batch_size: int = 128,
+                  progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(outputs, logits)`` per text: class ids, or regression outputs on the labels' scale
-    (STS-B: 0-5), and the pooled logits. Rows are batched by length: little padding."""
+    (STS-B: 0-5), and the pooled logits. Rows are batched by length: little padding.
+    ``progress``: a bar, when there are enough rows to wait for (8 batches or more)."""
     model.eval()
     device = next(model.parameters()).device
     order = sorted(range(len(enc.rows)), key=lambda i: len(enc.rows[i][0]))
     logits = torch.empty(len(enc.rows), model.head.out_features)  # (w, c)
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        batch = {k: v.to(device) for k, v in collate([enc.rows[i] for i in idx], pad_id).items()}
-        logits[idx] = model(**batch).float().cpu()
+    starts = range(0, len(order), batch_size)
+    with progress_bar(total=len(starts), desc="predict", unit="batch",
+                      disable=not progress or len(starts) < 8) as bar:
+        for start in counted(starts, bar):
+            idx = order[start:start + batch_size]
+            batch = {k: v.to(device)
+                     for k, v in collate([enc.rows[i] for i in idx], pad_id).items()}
+            logits[idx] = model(**batch).float().cpu()
     pooled = torch.from_numpy(pool(logits.numpy(), enc.owner, enc.texts))  # (t, c)
     outputs = (pooled.squeeze(-1) * task.label_scale + task.label_shift if task.is_regression
                else pooled.argmax(-1))
