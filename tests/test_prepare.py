@@ -116,8 +116,10 @@ def test_prepare_refuses_a_folder_written_with_other_settings(corpus_file, vocab
 
 def test_pretrain_data_uses_the_folders_tokenizer_and_shards(corpus_file, vocab, tmp_path):
     run_prepare(corpus_file, vocab, tmp_path / "data")
-    with pytest.raises(ValueError, match="16 tokens"):
+    with pytest.raises(ValueError, match="16 tokens") as e:
         load_prepared(tmp_path / "data", max_seq_len=32)
+    # both ways out, as the user types them
+    assert "--set data.max_seq_len=16" in str(e.value) and "--max-seq-len 32" in str(e.value)
     from minielectra.training.loop import pretrain
     cfg = apply_overrides(preset("tiny"), [
         f"data.prepared={tmp_path / 'data'}", "data.corpus=/nonexistent", "train.max_steps=3",

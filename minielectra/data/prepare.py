@@ -253,6 +253,8 @@ def load_prepared(directory, *, max_seq_len: int | None = None):
     key = json.loads(manifest_path.read_text())["key"]
     if max_seq_len is not None and key["max_seq_len"] != max_seq_len:
         raise ValueError(f"--data {directory} holds examples of {key['max_seq_len']} tokens, but "
-                         f"data.max_seq_len is {max_seq_len}: prepare again or set it to match")
+                         f"data.max_seq_len is {max_seq_len}: train on them with --set "
+                         f"data.max_seq_len={key['max_seq_len']}, or prepare again with "
+                         f"--max-seq-len {max_seq_len}")
     tokenizer = WordPieceTokenizer.load(directory)
     return tokenizer, ShardedDataset(directory / "train"), ShardedDataset(directory / "heldout")
