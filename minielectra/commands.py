@@ -72,9 +72,13 @@ def cmd_pretrain(args) -> dict | None:
     if launched():  # under torchrun: one process per GPU, rank 0 prints
         return pretrain_distributed(pretrain_config(args), resume=args.resume)
     from .training.loop import pretrain
-    said: list[str] = []  # said once the run starts: a run refused is its one error line
+    said: list[str] = []
     cfg = pretrain_config(args, say=said.append)
-    result = pretrain(cfg, resume=args.resume, on_start=lambda: [_stderr(s) for s in said])
+
+    def say_choices() -> None:  # once the run starts: a run refused is its one error line
+        for line in said:
+            _stderr(line)
+    result = pretrain(cfg, resume=args.resume, on_start=say_choices)
     if result.get("stopped_by") == "max_minutes":  # said, not only in the JSON
         print(time_cap_note(result, max_steps=cfg.train.max_steps,
                             max_minutes=cfg.train.max_minutes, argv=args.argv), file=sys.stderr)

@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 
 # owner/name as the hub spells repositories: letters, digits, "-", "_", "."; not "." or ".."
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+_NAME = r"[A-Za-z0-9][\w.-]*"
+HUB_ID = re.compile(rf"^{_NAME}/{_NAME}$")
 FILES = ("config.json", "vocab.txt")
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
@@ -33,7 +34,7 @@ def owner_hint(spec: str | Path) -> str:
     """For a checkpoint that is not there: a name without a folder may be a hub model id that
     lacks its owner (``electra-small-discriminator``); the words that say so, else ""."""
     text = str(spec)
-    if "/" in text or Path(text).exists() or not re.fullmatch(r"[A-Za-z0-9][\w.-]*", text):
+    if "/" in text or Path(text).exists() or not re.fullmatch(_NAME, text):
         return ""
     return ("; a Hugging Face hub model id names its owner too (owner/name, as "
             "google/electra-small-discriminator)")

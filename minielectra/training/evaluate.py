@@ -57,14 +57,18 @@ def roc_auc(scores, labels) -> float:
 
 
 def heldout_batches(dataset, *, batch_size: int, max_examples: int | None = None,
-                    device: torch.device | str = "cpu") -> Iterator[dict[str, torch.Tensor]]:
+                    device: torch.device | str = "cpu", progress: bool = False,
+                    desc: str = "evaluate") -> Iterator[dict[str, torch.Tensor]]:
     """Batches of a ``PretrainingDataset`` in order, the last one maybe smaller (training drops
-    it, evaluation must not); ``max_examples`` evenly spaced ones cover every document."""
+    it, evaluation must not); ``max_examples`` evenly spaced ones cover every document.
+    ``progress``: a bar named ``desc``, a step per batch handed on."""
     rows = np.arange(len(dataset))
     if max_examples is not None and max_examples < len(dataset):
         rows = np.linspace(0, len(dataset) - 1, max_examples).round().astype(np.int64)
-    for i in range(0, len(rows), batch_size):
-        yield {k: v.to(device) for k, v in collate(dataset, rows[i:i + batch_size]).items()}
+    starts = range(0, len(rows), batch_size)
+    with progress_bar(total=len(starts), desc=desc, unit="batch", disable=not progress) as bar:
+        for i in counted(starts, bar):
+            yield {k: v.to(device) for k, v in collate(dataset, rows[i:i + batch_size]).items()}
 
 
 @torch.no_grad()
@@ -192,11 +196,8 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     spec, dataset = examples_for(cfg, model.tokenizer, corpus, split, progress)
     model.to(dev)
     batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
-                              device=dev)
-    examples = min(len(dataset), max_examples or len(dataset))
-    with progress_bar(total=-(-examples // batch_size), desc="evaluate", unit="batch",
-                      disable=not progress) as bar:
-        result = evaluate_model(model, counted(batches, bar), seed=seed)
+                              device=dev, progress=progress)
+    result = evaluate_model(model, batches, seed=seed)
     return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed,
             "max_seq_len": cfg.data.max_seq_len, **result}
 

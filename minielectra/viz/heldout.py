@@ -13,7 +13,6 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from ..progress import counted, progress_bar
 from ..training.evaluate import (evaluate_model, examples_for, heldout_batches, roc_auc,
                                   run_config_for)
 from .scoring import Checkpoint
@@ -47,11 +46,8 @@ def heldout_scores(ckpt: Checkpoint, *, max_examples: int | None = 512,
     if not len(dataset):
         raise ValueError(f"checkpoint {ckpt.name}: the held-out split is empty")
     batches = heldout_batches(dataset, batch_size=cfg.train.batch_size,
-                              max_examples=max_examples)
-    examples = min(len(dataset), max_examples or len(dataset))
-    with progress_bar(total=-(-examples // cfg.train.batch_size), desc="held-out",
-                      unit="batch", disable=not progress) as bar:
-        r = evaluate_model(ckpt.model, counted(batches, bar), seed=seed, keep_tokens=True)
+                              max_examples=max_examples, progress=progress, desc="held-out")
+    r = evaluate_model(ckpt.model, batches, seed=seed, keep_tokens=True)
     p = torch.sigmoid(torch.from_numpy(r["token_logits"]).float()).numpy()
     return {"p_replaced": p, "replaced": r["token_replaced"], "text": r["token_text"],
             "auc": roc_auc(p, r["token_replaced"]), "examples": r["examples"], "seed": seed}
