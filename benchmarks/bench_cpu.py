@@ -59,6 +59,7 @@ from minielectra.model import cpu as cpu_layers  # noqa: E402
 from minielectra.model.electra import Electra  # noqa: E402
 from minielectra.objectives.flops import train_flops_per_step  # noqa: E402
 from minielectra.training.compiling import compile_module, finetune_flops  # noqa: E402
+from minielectra.training.device import autocast  # noqa: E402
 from minielectra.training.optim import build_optimizer, lr_at, set_lr  # noqa: E402
 from minielectra.training.step import train_step  # noqa: E402
 from peak import matmul_peak  # noqa: E402
@@ -216,8 +217,9 @@ def finetune_setup(examples: int):
     return pretrained, cfg, task, data
 
 
-def finetune_step(pretrained, cfg, task, data, *, compiled: bool):
-    """The recipe's step (``train.train_classifier``'s body) over batches in a fixed order."""
+def finetune_step(pretrained, cfg, task, data, *, compiled: bool, precision: str = "fp32"):
+    """The recipe's step (``train.train_classifier``'s body) over batches in a fixed order, in
+    ``precision`` (``benchmarks/bench_bf16.py`` compares bf16 autocast)."""
     from minielectra.finetune.classifier import (build_classifier, collate,
                                                  layerwise_param_groups, optimizer_step,
                                                  task_loss)
@@ -236,7 +238,9 @@ def finetune_step(pretrained, cfg, task, data, *, compiled: bool):
     def step():
         idx = next(order)
         batch = collate([data.train[i] for i in idx], pad)
-        loss = task_loss(task, net(**batch), labels[idx], reduction=cfg.loss_reduction)
+        with autocast(CPU, precision):
+            logits = net(**batch)
+        loss = task_loss(task, logits, labels[idx], reduction=cfg.loss_reduction)
         return torch.tensor(optimizer_step(model, opt, loss, cfg, len(idx)))
     return step
 
