@@ -256,10 +256,44 @@ def cpu_profile(d: dict) -> str:
     return table(["share of a step (`torch.profiler`)"] + [f"`{n}` {s}" for n, s in cols], rows)
 
 
+def cpu_bf16(d: dict) -> str:
+    """``bench_bf16``: fp32 and bf16 steps/s, eager and compiled, paired ratios, product shares."""
+    rows = []
+    for name, p in d["pretrain"].items():
+        share = p["share_of_product_rate"]
+        rows.append([f"`{name}` pre-training, batch {p['batch'][0]} x {p['batch'][1]}",
+                     _q(p["eager_fp32"]), _q(p["eager_bf16"]),
+                     f"**{p['bf16_vs_fp32_eager']['median']:.2f}x**", _q(p["compiled_fp32"]),
+                     _q(p["compiled_bf16"]), f"**{p['bf16_vs_fp32_compiled']['median']:.2f}x**",
+                     f"{share['compiled_fp32']:.0%} / {share['compiled_bf16']:.0%}",
+                     f"{p['vs_transformers_bf16_both_compiled']['median']:.2f}x"])
+    f = d["finetune"]
+    if "skipped" not in f:
+        rows.append([f"SST-2 fine-tuning, {f['train_examples']:,} sentences, batch {f['batch']}",
+                     _q(f["fp32"]), _q(f["bf16"]), f"**{f['bf16_vs_fp32_eager']['median']:.2f}x**",
+                     "", "", "", "", ""])
+    rate = d["product_gflops"]
+    return table(["run", "eager fp32 steps/s (quartiles)", "eager bf16", "bf16 / fp32, paired",
+                  "compiled fp32", "compiled bf16", "bf16 / fp32, paired",
+                  f"compiled: share of its product rate (fp32 {rate['fp32']:g} / bf16 "
+                  f"{rate['bf16']:g} GFLOP/s)", "compiled bf16 / transformers' modules, same "
+                  "autocast"], rows)
+
+
+def cpu_bf16_main_job(d: dict) -> str:
+    """``bench_bf16``: the main job in each precision, the time to held-out AUC 0.75."""
+    rows = [[f"`{j['command']}`", f"{j['seconds_to_target'] / 60:.2f} min (step "
+             f"{j['first_step_at_target']:,})" if j["seconds_to_target"] else "not reached",
+             f"{j['final_auc']:.3f} at step {j['final_step']:,}", f"{j['wall_s'] / 60:.1f} min"]
+            for j in d["main_job"].values()]
+    return table(["command", "to held-out AUC 0.75", "last evaluation", "whole command"], rows)
+
+
 TABLES = {f.__name__: f for f in (sst2_whole, sst2_subsets, sst2_diagnostics, sst2_variants,
                                   shuffle_buffer, squad_v1, squad_v2, throughput,
                                   throughput_profile, bench_small, learning_curve_points,
-                                  cpu_pretrain, cpu_finetune, cpu_profile)}
+                                  cpu_pretrain, cpu_finetune, cpu_profile, cpu_bf16,
+                                  cpu_bf16_main_job)}
 
 
 def render_table(path: str, *, table_name: str | None = None, tables: str | None = None,
