@@ -246,6 +246,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     rep = sub.add_parser("report", help="the table, from the runs made so far")
     rep.add_argument("--out", type=Path, default=Path("experiments/suite"))
     rep.add_argument("--results", type=Path, default=Path("research/results/suite"))
+    rs = sub.add_parser("restate", help="the comparisons and the table again, from the results "
+                        "file's own rows (no per-run records needed)")
+    rs.add_argument("--results", type=Path, default=Path("research/results/suite"))
     fl = sub.add_parser("floor", help="the bag-of-words floor (TF-IDF + logistic/ridge)")
     fl.add_argument("--out", type=Path, default=Path("experiments/suite"))
     a = p.parse_args(argv)
@@ -260,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif a.command == "report":
         from suite_report import write_report
         print(json.dumps(write_report(a.out, a.results), indent=2))
+    elif a.command == "restate":
+        from suite_report import restate
+        print(json.dumps(restate(a.results), indent=2))
     else:
         from suite_floor import run_floor
         print(json.dumps(run_floor(a.out), indent=2))
