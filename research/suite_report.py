@@ -83,7 +83,7 @@ def summarise(runs: list[dict], floor: list[dict]) -> dict:
             if not row["random"] and base is not None:
                 row[name]["gain"] = paired(avg, group_average(base, group))
         rows.append(row)
-    return {"rows": rows, "floor": floor, **comparisons(rows)}
+    return {"rows": rows, "floor": floor, **derived(rows, floor)}
 
 
 def by_pretraining_seed(averages: dict[str, dict], pairs: dict[int, tuple[str, str]]) -> dict | None:
@@ -131,6 +131,19 @@ COMPARISONS = {
     "2len_vs_len128": ("ELECTRA at two lengths − length 128", "two lengths",
                        lambda k: (_electra(k, "2len"), _electra(k, "len128"))),
 }
+
+
+def floor_average(floor: list[dict]) -> dict:
+    """The floor's mean over each group's tasks (None: a task missing)."""
+    score = {(f["task"], f["size"]): f["score"] for f in floor}
+    return {name: statistics.fmean(score[k] for k in group)
+            if all(k in score for k in group) else None for name, group in GROUPS.items()}
+
+
+def derived(rows: list[dict], floor: list[dict]) -> dict:
+    """What the results file computes from its rows and floor: the floor's averages and the
+    pre-training comparisons."""
+    return {"floor_average": floor_average(floor), **comparisons(rows)}
 
 
 def comparisons(rows: list[dict]) -> dict:
@@ -199,7 +212,8 @@ def restate(results: Path) -> dict:
     averages by fine-tuning seed), without the per-run records: ``results.json`` and
     ``results.md`` come out byte for byte as committed when nothing changed."""
     summary = json.loads((results / "results.json").read_text())
-    summary = {"rows": summary["rows"], "floor": summary["floor"], **comparisons(summary["rows"])}
+    summary = {"rows": summary["rows"], "floor": summary["floor"],
+               **derived(summary["rows"], summary["floor"])}
     write_file(results / "results.json", json.dumps(summary, indent=1) + "\n")
     write_file(results / "results.md", markdown(summary))
     return {"files": [str(results / "results.json"), str(results / "results.md")]}
