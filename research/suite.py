@@ -7,7 +7,7 @@ directory's ``glue/``), scored with the paper's metrics (Matthews correlation fo
 for STS-B, accuracy for the others) and averaged as GLUE does, WNLI left out as the paper does:
 
 - **suite** (the average): CoLA (8,551 training sentences), SST-2 (a fixed random 8,000 of
-  67,349), MRPC (3,668 pairs), STS-B (5,749) and RTE (2,490), each scored on its whole dev set;
+  67,349), MRPC (3,667 pairs), STS-B (5,749) and RTE (2,490), each scored on its whole dev set;
 - **few**: the same five tasks with at most 2,000 training examples each;
 - SST-2 with 2,000 sentences, and the whole of SST-2, reported beside the average.
 
