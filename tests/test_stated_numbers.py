@@ -42,7 +42,13 @@ CONSTANTS["docs/results/speed.md"] = {
     "2.6": "the clock the VM reports for its CPU (/proc/cpuinfo), a fact of the machine",
 }
 
-CHECKED = ["docs/results/suite.md"]
+CONSTANTS["docs/results/squad.md"] = {
+    "75.8": "the official repository's ELECTRA-Small on SQuAD 1.1 dev (EM), published",
+    "70.1": "the same on SQuAD 2.0, published",
+    "1.1": "a version of SQuAD (v1.1), a name", "2.0": "a version of SQuAD (2.0), a name",
+}
+
+CHECKED = ["docs/results/suite.md", "docs/results/squad.md"]
 
 # bare figures left on the pages not converted yet (a ceiling: converting lowers it)
 NOT_YET = {
@@ -51,7 +57,6 @@ NOT_YET = {
     "docs/results/learning-curves.md": 28,
     "docs/results/paper-experiments.md": 48,
     "docs/results/speed.md": 31,
-    "docs/results/squad.md": 15,
     "docs/results/sst2.md": 96,
     "tutorial/07_fine_tuning.md": 103,
     "tutorial/08_scaling_up.md": 216,
