@@ -6,8 +6,8 @@ them.
 
 A *figure* here is a decimal (``50.7``), a signed number (``+4.3``, ``-0.9``) or a percentage
 (``28%``): what a measurement prints. Plain integers (seeds, epochs, steps, sentences) are the
-set-up, not a measurement, and are not checked. Code (fenced or inline), link targets and table
-rows rendered by a directive are not prose.
+set-up, not a measurement, and are not checked. Code (fenced or inline) and link targets are
+not prose; a table typed into a page is (only a ``results-table`` directive renders one).
 
 The pages in :data:`CHECKED` pass in full. The others are not converted yet: each has a ceiling
 on its bare figures (:data:`NOT_YET`), so that the number can only go down.
@@ -52,25 +52,25 @@ CHECKED = ["docs/results/suite.md", "docs/results/squad.md"]
 
 # bare figures left on the pages not converted yet (a ceiling: converting lowers it)
 NOT_YET = {
-    "docs/results/english.md": 236,
-    "docs/results/few-labels.md": 167,
-    "docs/results/learning-curves.md": 28,
-    "docs/results/paper-experiments.md": 48,
+    "docs/results/english.md": 230,
+    "docs/results/few-labels.md": 161,
+    "docs/results/learning-curves.md": 46,
+    "docs/results/paper-experiments.md": 88,
     "docs/results/speed.md": 31,
-    "docs/results/sst2.md": 96,
-    "tutorial/07_fine_tuning.md": 103,
-    "tutorial/08_scaling_up.md": 216,
-    "minielectra/assets/bundled/MODEL_CARD.md": 128,
+    "docs/results/sst2.md": 106,
+    "tutorial/07_fine_tuning.md": 255,
+    "tutorial/08_scaling_up.md": 257,
+    "minielectra/assets/bundled/MODEL_CARD.md": 142,
 }
 
 
 def prose(text: str) -> str:
-    """A page's text without code, roles, link targets and tables (rendered or code)."""
+    """A page's text without code, roles and link targets. A table typed into the page is
+    checked like prose (a rendered table lives in its directive, not in the page's text)."""
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     text = ROLE.sub("", text)
     text = re.sub(r"`[^`]*`", "", text)
-    text = re.sub(r"\]\([^)]*\)", "]", text)
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
+    return re.sub(r"\]\([^)]*\)", "]", text)
 
 
 EVERYWHERE = {"2003.10555": "the paper's arXiv id"}
@@ -84,8 +84,8 @@ def bare_figures(page: str) -> list[str]:
 def test_the_checker_finds_a_typed_figure_and_passes_a_rendered_one():
     text = ("ELECTRA is +4.3 points ahead (p 0.19), 28% of it on STS-B, with 5 seeds and "
             "{result}`suite:electra_vs_mlm.mean|+.1f` rendered; `lr=3e-4` is code.\n"
-            "```{results-source} x.json\n:machine: 2.5 GHz\n```\n| 1.5 | table |\n")
-    assert FIGURE.findall(prose(text)) == ["+4.3", "0.19", "28%"]
+            "```{results-source} x.json\n:machine: 2.5 GHz\n```\n| 1.5 | typed table |\n")
+    assert FIGURE.findall(prose(text)) == ["+4.3", "0.19", "28%", "1.5"]
 
 
 @pytest.mark.parametrize("page", CHECKED)
