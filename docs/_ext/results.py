@@ -16,7 +16,7 @@ a committed JSON results file. PATH walks the file: ``.key`` into an object, ``[
 ``[arm=bundled,recipe=reinit-1]`` picks the one list item whose fields match, ``.mean`` on a
 list is its mean; FORMAT is Python's
 format spec (``+.1f``, ``.2g``, ``.0%``). ``A - B`` or ``A / B`` (two such values, each ``FILE:PATH``)
-renders their difference or ratio. A page's measured figures come from these, so they cannot drift from the file
+renders their difference or ratio; B may be a plain number (``... / 60``: seconds to minutes). A page's measured figures come from these, so they cannot drift from the file
 (``tests/test_stated_numbers.py`` fails on one that does not).
 
 The functions that turn a file into Markdown are plain (``render_table``, ``source_facts``), so a
@@ -315,11 +315,15 @@ FILES = {"suite": "research/results/suite/results.json",
          "candidate": "research/results/suite/bundled_candidate.json",
          "by-length": "research/results/suite/disc_by_length.json",
          "squad1": "research/results/squad_v1_split_pretrained_vs_random.json",
+         "curve": "research/results/learning_curve_nano_mini.json",
          "squad2": "research/results/squad_v2_split_bundled.json"}
 
 
 def result_value(ref: str) -> float:
-    """One value of a committed results file, ``FILE:PATH`` (see the module's docstring)."""
+    """One value of a committed results file, ``FILE:PATH`` (see the module's docstring), or a
+    plain number (a unit's factor: ``... / 60`` for minutes)."""
+    if re.fullmatch(r"\d+(\.\d+)?", ref.strip()):
+        return float(ref)
     file, _, path = ref.strip().partition(":")
     file = FILES.get(file, file)
     if not file.endswith(".json") or not path:
