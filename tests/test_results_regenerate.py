@@ -1,7 +1,8 @@
 """Every committed results file that carries its own records regenerates from them, byte for
 byte, with the code that reports it today: the paper's experiments (``runs`` and ``controls`` ->
 rows and table), the transfer study (each row's ``runs`` -> summary and table) and the suite (its
-rows' scores by seed -> the comparisons, the floor's averages and the table). A file whose
+rows' scores by seed -> the comparisons, the floor's averages and the table), and the tables of
+the word-order and learning curves from their points. A file whose
 figures no longer follow from its records fails here."""
 
 import json
@@ -13,8 +14,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "research" / "results"
 sys.path.insert(0, str(ROOT / "research"))
+import learning_curve  # noqa: E402
 import suite_report  # noqa: E402
 import transfer_report  # noqa: E402
+import word_order_curve  # noqa: E402
 
 from minielectra.experiments import report  # noqa: E402
 from minielectra.experiments.specs import get_experiment  # noqa: E402
@@ -54,6 +57,18 @@ def test_the_suite_regenerates_from_its_rows(tmp_path):
     suite_report.restate(tmp_path)
     for name in ("results.json", "results.md"):
         assert (tmp_path / name).read_text() == (RESULTS / "suite" / name).read_text(), name
+
+
+@pytest.mark.parametrize("name", ["word_order", "position_init"])
+def test_a_word_order_curve_table_regenerates_from_its_points(name):
+    d = json.loads((RESULTS / name / "results.json").read_text())
+    assert word_order_curve.markdown(d) == (RESULTS / name / "results.md").read_text()
+
+
+def test_the_learning_curve_table_regenerates_from_its_curves():
+    d = json.loads((RESULTS / "learning_curve_nano_mini.json").read_text())
+    assert learning_curve.markdown_table(d["curves"]) + "\n" == (
+        RESULTS / "learning_curve_nano_mini.md").read_text()
 
 
 def test_the_lists_are_not_empty():
