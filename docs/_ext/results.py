@@ -350,7 +350,8 @@ FILES = {"suite": "research/results/suite/results.json",
          "by-length": "research/results/suite/disc_by_length.json",
          "squad1": "research/results/squad_v1_split_pretrained_vs_random.json",
          "curve": "research/results/learning_curve_nano_mini.json",
-         "squad2": "research/results/squad_v2_split_bundled.json"}
+         "squad2": "research/results/squad_v2_split_bundled.json",
+         "bf16": "benchmarks/results/cpu_bf16.json"}
 
 
 def result_value(ref: str) -> float:
