@@ -41,8 +41,9 @@ from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
-from bench_cpu import (CPU, MAX_LOAD, finetune_setup, finetune_step, first_step,  # noqa: E402
-                       interleaved, log, machine, paired, pretrain_setup, pretrain_step, spread)
+from bench_cpu import (CPU, MAX_LOAD, finetune_setup, finetune_step, finish,  # noqa: E402
+                       first_step, interleaved, log, machine, paired, pretrain_setup,
+                       pretrain_step, spread)
 from bench_throughput import HFElectra  # noqa: E402
 from minielectra.config import apply_overrides  # noqa: E402
 from minielectra.model import cpu as cpu_layers  # noqa: E402
@@ -197,15 +198,7 @@ def main(argv=None) -> int:
     if not args.no_main_job:
         with tempfile.TemporaryDirectory(prefix="bench_bf16_runs_") as work:
             result["main_job"] = {p: main_job(p, Path(work)) for p in ("fp32", "bf16")}
-    result["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    result["seconds"] = round(time.perf_counter() - begin)
-    text = json.dumps(result, indent=1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-        log(f"wrote {args.out}")
-    print(text)
-    return 0
+    return finish(result, args.out, begin)
 
 
 if __name__ == "__main__":

@@ -329,6 +329,19 @@ def machine(load: list[float]) -> dict:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
+def finish(result: dict, out: Path | None, begin: float) -> int:
+    """The load and seconds at the end, then the JSON: printed, and written to ``out``."""
+    result["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    result["seconds"] = round(time.perf_counter() - begin)
+    text = json.dumps(result, indent=1)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+        log(f"wrote {out}")
+    print(text)
+    return 0
+
+
 def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="the JSON (default: print only)")
@@ -373,15 +386,7 @@ def main(argv=None) -> int:
                   pretrain=pre, finetune=fine, rule=rule(pre, fine))
     if "mini" in pre:
         result["targets"] = targets(pre["mini"])
-    result["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    result["seconds"] = round(time.perf_counter() - begin)
-    text = json.dumps(result, indent=1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-        log(f"wrote {args.out}")
-    print(text)
-    return 0
+    return finish(result, args.out, begin)
 
 
 if __name__ == "__main__":
