@@ -41,7 +41,7 @@ from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
-from bench_cpu import (CPU, MAX_LOAD, finetune_setup, finetune_step, finish,  # noqa: E402
+from bench_cpu import (MAX_LOAD, finetune_setup, finetune_step, finish,  # noqa: E402
                        first_step, interleaved, log, machine, paired, pretrain_setup,
                        pretrain_step, spread)
 from bench_throughput import HFElectra  # noqa: E402
