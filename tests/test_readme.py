@@ -8,8 +8,13 @@ and images to files of the checkout with alt text.
 """
 
 import re
+import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -105,3 +110,36 @@ def test_the_change_log_pattern_catches_what_it_is_for():
               "as issue 12 asked", "The crash was fixed."]
     assert all(CHANGE_LOG.search(s) for s in caught)
     assert not CHANGE_LOG.search("it takes no longer on a slower machine (see #51)")
+
+
+def _made_by_the_readme() -> set[str]:
+    """The checkout's paths the README's commands create, read off its shell blocks: the venv,
+    the site and the docs build's executed notebooks beside it (MyST-NB writes them to the
+    site's parent), each ``--out`` and the lessons folder, and what pip, pytest and Jupyter
+    leave behind."""
+    made = {"minielectra.egg-info", "build", ".pytest_cache", "tests/__pycache__",
+            "notebooks/.ipynb_checkpoints", "runs/nano"}  # pretrain --preset nano's own --out
+    for block in re.findall(r"```bash\n(.*?)```", README, re.S):
+        for command in re.split(r"&&|\n", block):
+            words = shlex.split(command, comments=True)
+            if words[:3] == ["python3", "-m", "venv"]:
+                made.add(words[3])
+            elif words[:3] == ["python", "-m", "sphinx"]:
+                made |= {words[-1], str(Path(words[-1]).parent / "jupyter_execute")}
+            elif words[:2] == ["minielectra", "lessons"]:
+                made.add(words[2])
+            made |= {b for a, b in zip(words, words[1:]) if a == "--out"}
+    return {p for p in made if not p.startswith(("~", "/"))}  # outside the checkout: theirs
+
+
+def test_the_readme_steps_leave_the_checkout_clean():
+    """`git status` after the README's commands shows nothing new: each path they create in the
+    checkout is ignored."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    made = _made_by_the_readme()
+    assert {".venv", "site", "jupyter_execute", "runs/reviews"} <= made  # the finder finds them
+    made = {p + "/" for p in made}  # each a folder (a pattern "x/" matches only folders)
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *made], cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+    assert sorted(made - set(ignored)) == []
