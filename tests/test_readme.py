@@ -143,3 +143,16 @@ def test_the_readme_steps_leave_the_checkout_clean():
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *made], cwd=ROOT,
                              capture_output=True, text=True).stdout.split()
     assert sorted(made - set(ignored)) == []
+
+
+def test_the_install_guides_wheel_recipe_installs_the_cpu_torch_first():
+    """Installed alone on x86-64 Linux, the wheel pulls the CUDA build (several GB): the recipe
+    installs the CPU build of torch before it, and says what each path costs on disk."""
+    guide = (ROOT / "docs" / "guides" / "install.md").read_text()
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", guide, re.S) if "pip wheel" in b)
+    lines = [x.split("#")[0].strip() for x in block.splitlines() if x.split("#")[0].strip()]
+    torch_at = next(i for i, x in enumerate(lines) if x.startswith("pip install torch"))
+    wheel_at = next(i for i, x in enumerate(lines) if x.startswith("pip install dist/"))
+    assert torch_at < wheel_at, lines
+    assert lines[torch_at].endswith("--index-url https://download.pytorch.org/whl/cpu")
+    assert re.search(r"[\d.]+ GB with the CPU build.*[\d.]+ GB with the CUDA", guide, re.S)
