@@ -156,3 +156,28 @@ def test_the_install_guides_wheel_recipe_installs_the_cpu_torch_first():
     assert torch_at < wheel_at, lines
     assert lines[torch_at].endswith("--index-url https://download.pytorch.org/whl/cpu")
     assert re.search(r"[\d.]+ GB with the CPU build.*[\d.]+ GB with the CUDA", guide, re.S)
+
+
+def _skip_reasons(source: str) -> list[str]:
+    """The text of every skip reason in a test file: the strings in a call to pytest.skip,
+    importorskip or skipif (an f-string's literal parts)."""
+    import ast
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        name = getattr(getattr(node, "func", None), "attr", "")
+        if isinstance(node, ast.Call) and name in ("skip", "skipif", "importorskip"):
+            parts = [*node.args[1:], *[k.value for k in node.keywords if k.arg == "reason"]]
+            parts += node.args[:1] if name == "skip" else []
+            found += ["".join(c.value for c in ast.walk(p) if isinstance(c, ast.Constant)
+                              and isinstance(c.value, str)) for p in parts]
+    return found
+
+
+def test_skip_reasons_speak_to_a_reader_of_the_test_output_not_to_ci():
+    """The README's test command lists each skipped test with its reason (-rs): the reason says
+    what a reader can do, not where CI keeps its files or what its script installs."""
+    reasons = {f.name: _skip_reasons(f.read_text()) for f in (ROOT / "tests").glob("*.py")}
+    assert sum(map(len, reasons.values())) >= 10  # the reasons are found
+    ci = {f: [r for r in rs if re.search(r"\.ci/|shared/data|\bCI\b", r)]
+          for f, rs in reasons.items()}
+    assert not {f: rs for f, rs in ci.items() if rs}
