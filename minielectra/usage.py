@@ -41,7 +41,8 @@ EXAMPLES = {
     "finetune": "minielectra finetune --checkpoint bundled --train reviews.csv --dev "
                 "reviews_dev.csv --out runs/reviews",
     "glue": "minielectra glue --checkpoint runs/nano --tasks sst2 rte --max-train-examples 2000",
-    "predict": 'minielectra predict --model runs/reviews "a warm, funny film" "a dull film"',
+    "predict": 'minielectra predict --model runs/reviews "a warm, funny film" '
+               '"a boring, lifeless mess"',
     "convert": "minielectra convert --from-hf google/electra-small-discriminator --out "
                "ckpt/small",
     "experiment": "minielectra experiment tying --preset nano --budget 500 --out experiments",
