@@ -139,3 +139,15 @@ def test_formulas_are_typeset_offline(site, page, name):
     fonts = page.evaluate("() => [...document.fonts].filter(f => f.status === 'loaded')"
                           ".map(f => f.family)")
     assert any("STIX" in f for f in fonts), fonts  # the bundled web fonts drew them
+
+
+@pytest.mark.parametrize("name", ["results/suite.html", "results/speed.html"])
+def test_the_results_tables_fit_the_page(site, page, name):
+    """At the width of a laptop's browser, beside the page's contents, every table of the
+    results pages with the widest tables shows whole: none has to be scrolled sideways."""
+    page.goto((site / name).as_uri())
+    page.wait_for_load_state("load")
+    widths = page.eval_on_selector_all(
+        "article table", "els => els.map(t => [t.parentElement.scrollWidth, "
+                         "t.parentElement.clientWidth])")
+    assert widths and all(inner <= shown for inner, shown in widths), widths
