@@ -105,11 +105,20 @@ html_theme_options = {
 }
 html_last_updated_fmt = None
 html_show_sourcelink = False
-# MathJax from a wheel (jupyter-server-mathjax ships MathJax 2 with its fonts), copied beside
+# MathJax from a wheel (jupyter-server-mathjax ships MathJax 2 and its STIX-Web fonts), copied beside
 # the pages: formulas render without a network.
 mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"  # the config the wheel ships
-mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]],
-                               "displayMath": [["\\[", "\\]"]], "processEscapes": True}}
+mathjax2_config = {
+    # MyST marks each page's sections tex2jax_ignore and each formula class "math": process those
+    # (the classes MyST gives MathJax 3), or no formula of a page is typeset.
+    "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]],
+                "processEscapes": True,
+                "processClass": "tex2jax_process|mathjax_process|math|output_area"},
+    # The wheel ships the STIX-Web fonts only (not MathJax's TeX fonts): ask for those, and for
+    # no local or image fonts, as Jupyter's own pages do.
+    "HTML-CSS": {"availableFonts": [], "preferredFont": None, "webFont": "STIX-Web",
+                 "imageFont": None},
+}
 
 
 def copy_mathjax(app, exception) -> None:

@@ -196,8 +196,15 @@ def cmd_experiment(args) -> dict:
 def cmd_lessons(args) -> dict:
     from .lessons import copy_lessons
     result = copy_lessons(args.directory, force=args.force)  # a clash: one line, as any OSError
-    print(f"next: {result['next']}", file=sys.stderr)
-    return result
+    # the files by folder, counted: a list of every file would fill the screen
+    parts = {"notebooks": 0, "tutorial": 0, "source": 0}
+    for name in result["files"] + result["sources"]:
+        parts[name.split("/")[0]] += 1
+    print(f"copied to {result['directory']}: notebooks/ ({parts['notebooks']} files), tutorial/ "
+          f"({parts['tutorial']}) and source/ ({parts['source']}: the library's files the lessons "
+          f"link to)\nnext: {result['next']}", file=sys.stderr)
+    return {"directory": result["directory"], "files": parts,
+            "overwritten": len(result["overwritten"]), "next": result["next"]}
 
 
 def cmd_viz(args):

@@ -7,6 +7,7 @@ not thousands of carriage-return updates on one line::
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import Any, Callable, Iterable, Iterator, TextIO
@@ -90,6 +91,15 @@ def progress_bar(total: int | None = None, *, file: TextIO | None = None, **kwar
         from tqdm import tqdm
         return tqdm(total=total, file=file, **kwargs)
     return LineProgress(total, file=file, **kwargs)
+
+
+@contextlib.contextmanager
+def beside_bars(file: TextIO | None = None) -> Iterator[None]:
+    """Lines printed to ``file`` (default: standard error) in here start a line of their own on a
+    terminal: tqdm's bars there are cleared first and drawn again after, not written onto."""
+    from tqdm import tqdm
+    with tqdm.external_write_mode(file=file or sys.stderr):
+        yield
 
 
 def counted(items: Iterable, bar, size: Callable[[Any], float] = lambda item: 1) -> Iterator:

@@ -41,7 +41,8 @@ EXAMPLES = {
     "finetune": "minielectra finetune --checkpoint bundled --train reviews.csv --dev "
                 "reviews_dev.csv --out runs/reviews",
     "glue": "minielectra glue --checkpoint runs/nano --tasks sst2 rte --max-train-examples 2000",
-    "predict": 'minielectra predict --model runs/reviews "a warm, funny film" "a dull film"',
+    "predict": 'minielectra predict --model runs/reviews "a warm, funny film" '
+               '"a boring, lifeless mess"',
     "convert": "minielectra convert --from-hf google/electra-small-discriminator --out "
                "ckpt/small",
     "experiment": "minielectra experiment tying --preset nano --budget 500 --out experiments",
@@ -91,10 +92,12 @@ def next_commands(run: str) -> str:
     """What a user runs after pre-training: evaluate, the report, fine-tuning on their own data
     (its recipe: ``finetune.run.OWN_DATA_RECIPE``) and ``predict``."""
     q = shlex.quote(run)
+    # beside the run, not in it: viz refuses an output inside the --run it reads
+    report = shlex.quote(run.rstrip("/") + "-report.html")
     model = shlex.quote(run.rstrip("/") + "-finetuned")
     return ("next:\n"
             f"  minielectra evaluate --checkpoint {q}              # held-out figures (JSON)\n"
-            f"  minielectra viz --run {q} --out {shlex.quote(run + '/report.html')}"
+            f"  minielectra viz --run {q} --out {report}"
             "   # the run's report\n"
             f"  minielectra finetune --checkpoint {q} --train TRAIN.csv --dev DEV.csv \\\n"
             f"      --out {model}   # your labelled data\n"

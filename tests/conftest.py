@@ -22,8 +22,8 @@ def data_dir() -> Path:
     """The real data dir (env MINIELECTRA_DATA_DIR, else ../shared/data); skips when absent."""
     path = _real_data_dir()
     if not path.is_dir():
-        pytest.skip(f"needs the real data files: set MINIELECTRA_DATA_DIR to a data dir (CI: "
-                    f"../shared/data; {path} is absent)")
+        pytest.skip("needs the real data files: set MINIELECTRA_DATA_DIR to a data directory "
+                    "(docs/guides/install.md, 'Offline, with or without a data directory')")
     return path
 
 

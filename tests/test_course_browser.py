@@ -56,8 +56,8 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is None,
-                       reason=f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run "
-                              "installs it)"),
+                       reason=f"no Chromium at {CHROMIUM} (Debian, Ubuntu: apt-get install "
+                              "chromium; or set MINIELECTRA_CHROMIUM to a Chromium binary)"),
 ]
 
 # Settings a fresh profile would otherwise ask about or fetch from the network, and every cell

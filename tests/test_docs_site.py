@@ -6,7 +6,10 @@ it once and points here). Then, from ``file://`` with no server and no network:
 
 - each lesson page shows every figure its notebook holds: as many images as the committed
   notebook has figure outputs (PNG or SVG), each loaded (a non-zero natural width) and visible;
-- the site's search finds a word that only the lessons and chapters use, and lists a lesson.
+- the site's search finds a word that only the lessons and chapters use, and lists a lesson;
+- a lesson and a chapter with formulas show them typeset by MathJax: each formula MyST marked
+  (``class="math"``) holds MathJax's output, no raw ``\\(``, ``\\[`` or ``$...$`` is left in the
+  visible text, and every file the page asks for (the fonts among them) is in the site.
 
 The references are the committed notebooks (counted with nbformat) and a word picked from a
 lesson's source, not the build's own output. Skipped with a reason without Chromium, the
@@ -16,6 +19,7 @@ lesson's source, not the build's own output. Skipped with a reason without Chrom
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,8 +43,8 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is None,
-                       reason=f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run "
-                              "installs it)"),
+                       reason=f"no Chromium at {CHROMIUM} (Debian, Ubuntu: apt-get install "
+                              "chromium; or set MINIELECTRA_CHROMIUM to a Chromium binary)"),
 ]
 
 
@@ -100,3 +104,50 @@ def test_search_finds_a_word_from_a_lesson(site, page):
     found = page.eval_on_selector_all("#search-results ul.search li a",
                                       "els => els.map(e => e.getAttribute('href'))")
     assert any("course/notebooks/04_replaced_token_detection" in h for h in found), found
+
+
+# Every lesson and chapter that writes formulas
+MATH_PAGES = [f"course/{part}/{p.stem}.html" for part, suffix in (("notebooks", "ipynb"),
+                                                                   ("tutorial", "md"))
+              for p in sorted((ROOT / part).glob(f"[0-9][0-9]_*.{suffix}"))
+              if re.search(r"\$\$|\$[^$\s][^$\n]*\$", p.read_text())]
+# What a reader sees of the page: its article, without code, which may hold a literal `$`
+VISIBLE_TEXT = """() => {
+  const article = document.querySelector("article").cloneNode(true);
+  article.querySelectorAll("pre, code, script, style").forEach(e => e.remove());
+  return article.innerText;
+}"""
+
+
+@pytest.mark.parametrize("name", MATH_PAGES)
+def test_formulas_are_typeset_offline(site, page, name):
+    (source,) = [p for suffix in (".md", ".ipynb")
+                 if (p := ROOT / "docs" / Path(name).with_suffix(suffix)).exists()]
+    assert "$" in source.read_text()  # the page's source writes formulas
+    failed = []
+    page.on("requestfailed", lambda r: failed.append(r.url) if r.url != "about:blank" else None)
+    page.goto((site / name).as_uri())
+    page.wait_for_function("() => window.MathJax && MathJax.isReady", timeout=60_000)
+    page.evaluate("() => new Promise(done => MathJax.Hub.Queue(() => done(true)))")
+    marked = page.eval_on_selector_all(
+        "article .math.notranslate", "els => els.map(e => !!e.querySelector('.MathJax, .MathJax_Display'))")
+    assert marked and all(marked), f"{name}: {marked.count(False)} of {len(marked)} not typeset"
+    text = page.evaluate(VISIBLE_TEXT)
+    raw = re.findall(r"\\\(|\\\[|\$[^$\s][^$\n]*\$", text)
+    assert not raw, f"{name}: raw LaTeX in the page: {raw[:5]}"
+    assert not failed, f"{name}: files the page asks for and the site lacks: {failed[:5]}"
+    fonts = page.evaluate("() => [...document.fonts].filter(f => f.status === 'loaded')"
+                          ".map(f => f.family)")
+    assert any("STIX" in f for f in fonts), fonts  # the bundled web fonts drew them
+
+
+@pytest.mark.parametrize("name", ["results/suite.html", "results/speed.html"])
+def test_the_results_tables_fit_the_page(site, page, name):
+    """At the width of a laptop's browser, beside the page's contents, every table of the
+    results pages with the widest tables shows whole: none has to be scrolled sideways."""
+    page.goto((site / name).as_uri())
+    page.wait_for_load_state("load")
+    widths = page.eval_on_selector_all(
+        "article table", "els => els.map(t => [t.parentElement.scrollWidth, "
+                         "t.parentElement.clientWidth])")
+    assert widths and all(inner <= shown for inner, shown in widths), widths

@@ -466,3 +466,85 @@ def test_the_docs_show_no_command_known_to_fail():
     """The list of commands the docs get wrong only shrinks: each entry is still shown."""
     for start in WRONG_IN_THE_DOCS:
         assert any(c.text.startswith(start) for c in COMMANDS), f"no longer shown: {start}"
+
+
+# ------------------------------------------------------------------------ 5. the printed next steps
+
+
+def printed_commands(err: str) -> list[list[str]]:
+    """The minielectra commands a command's stderr offers as next steps ("next:" and what follows
+    it, a command a line, continued by a backslash), each as the shell splits it."""
+    if "next:" not in err:
+        return []
+    text = err[err.index("next:"):].replace("next:", "")
+    return [list(c.argv) for c in block_commands(text, "stderr", 1)]
+
+
+def _run_printed(argv: list[str], capsys) -> str:
+    """Run one printed command at toy scale (its own words kept); its stderr."""
+    for flag, value in _flag_values(argv):  # the user's own files, named by placeholders
+        if flag in ("--train", "--dev") and not Path(value).exists():
+            _copy(FIXTURES / f"reviews_{flag[2:]}.csv", Path(value))
+    code = _main(toy(argv))
+    err = capsys.readouterr().err
+    assert code == 0, f"{shlex.join(['minielectra', *argv])}\n{err[-3000:]}"
+    return err
+
+
+def test_every_printed_next_step_runs_in_the_state_the_last_left(world, tmp_path, monkeypatch,
+                                                                capsys):
+    """The main job's next steps, as printed, one after the other in its folder: evaluate, the
+    report, fine-tuning, and the predict commands that fine-tuning and the main job print."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(world.data))
+    monkeypatch.setenv("MINIELECTRA_CACHE", str(world.root / "cache"))
+    corpus = _corpus(tmp_path / "tiny.txt")
+    queue = printed_commands(_run_printed(["pretrain", "--preset", "nano", "--corpus",
+                                           str(corpus), "--out", "runs/nano"], capsys))
+    assert [a[0] for a in queue] == ["evaluate", "viz", "finetune", "predict"]
+    ran = []
+    while queue:
+        argv = queue.pop(0)
+        queue = printed_commands(_run_printed(argv, capsys)) + queue  # its own next step first
+        ran.append(argv)
+    assert [a[0] for a in ran] == ["evaluate", "viz", "finetune", "predict", "predict"]
+    assert Path(ran[1][ran[1].index("--out") + 1]).is_file()  # the report was written
+
+
+def _jupyter_serves(argv: list[str], home: Path, folder: Path) -> str:
+    """Start ``jupyter lab`` as printed (no browser, any free port) until it serves; its log."""
+    import os
+    import subprocess
+    import sys
+    import time
+    env = {**os.environ, "HOME": str(home), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data")}
+    cmd = [sys.executable, "-m", "jupyterlab", *argv[2:], "--no-browser", "--port=0"]
+    cmd += ["--allow-root"] if os.geteuid() == 0 else []  # CI runs as root; a learner does not
+    home.mkdir(parents=True, exist_ok=True)
+    log = home / "jupyter.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and \
+                "is running at" not in log.read_text():
+            time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return log.read_text()
+
+
+def test_the_printed_next_step_of_lessons_opens_the_copied_course(tmp_path, monkeypatch,
+                                                                  capsys):
+    pytest.importorskip("jupyterlab", reason="the course's extra (jupyterlab) is not installed")
+    monkeypatch.chdir(tmp_path)
+    assert _main(["lessons", "my-course"]) == 0
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if x.startswith("next: ")]
+    argv = shlex.split(line.removeprefix("next: "))
+    assert argv[:2] == ["jupyter", "lab"] and Path(argv[2]) == Path("my-course")
+    log = _jupyter_serves(argv, tmp_path / "home", tmp_path / "my-course")
+    assert "is running at" in log, log[-3000:]
+    assert str(tmp_path / "my-course") in log  # it serves the copied course

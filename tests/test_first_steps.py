@@ -111,6 +111,46 @@ def test_progress_on_a_terminal_is_tqdm():
     bar.close()
 
 
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def on_screen(raw: str) -> list[str]:
+    """The lines a terminal shows of ``raw``: a carriage return goes back to its line's start,
+    where the next characters write over what is there."""
+    lines, line, col = [], [], 0
+    for ch in raw:
+        if ch == "\n":
+            lines, line, col = lines + ["".join(line).rstrip()], [], 0
+        elif ch == "\r":
+            col = 0
+        else:
+            line[col:col + 1] = [ch]
+            col += 1
+    return lines + ["".join(line).rstrip()]
+
+
+def test_the_screen_reader_of_these_tests_overwrites_on_a_carriage_return():
+    assert on_screen("abc\rX\nde\r  \rf") == ["Xbc", "f"]
+
+
+def test_the_main_jobs_start_line_is_not_written_onto_its_progress_bar(monkeypatch, tmp_path,
+                                                                      write_tiny_corpus):
+    """On a terminal the bar is drawn (0%) before the run says whether it compiles: that line
+    is a line of its own, with the bar below it."""
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    sets = ["data.vocab_size=128", f"data.cache_dir={tmp_path / 'cache'}", "train.max_minutes=0"]
+    assert main(["pretrain", "--preset", "tiny", "--corpus", write_tiny_corpus(tmp_path / "t.txt"),
+                 "--out", tmp_path / "run", "--max-steps", "2",
+                 *[a for x in sets for a in ("--set", x)]]) == 0
+    shown = on_screen(terminal.getvalue())
+    (said,) = [line for line in shown if "torch.compile" in line]
+    assert said.startswith("pretrain: torch.compile "), shown
+    assert any(line.startswith("pretrain: ") and "%|" in line for line in shown)  # the bar
+
+
 def test_a_disabled_bar_writes_nothing():
     log = io.StringIO()
     with progress.progress_bar(total=3, file=log, disable=True) as bar:

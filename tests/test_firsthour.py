@@ -370,3 +370,19 @@ def test_readme_setup_is_two_commands_that_need_only_the_package_index():
     # a clone and a virtual environment, and no `cd minielectra` (from a checkout: the package)
     assert "python3 -m venv" in clone and not re.search(r"cd minielectra\b(?!-)", readme)
     assert not any(c.startswith("pip install minielectra") for c in commands)  # not published
+
+
+@pytest.mark.slow
+def test_the_readmes_own_data_example_labels_its_two_texts_as_meant(capsys, tmp_path):
+    """The README's recipe (the bundled checkpoint, its defaults) on the handmade reviews of
+    tests/fixtures: the README's first text comes out positive, its second negative."""
+    readme = (ROOT / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if x.startswith("minielectra predict --model"))
+    texts = shlex.split(line)[4:]
+    assert len(texts) == 2
+    code, _, _ = run_cli(capsys, "finetune", "--checkpoint", "bundled", "--train",
+                         FIXTURES / "reviews_train.csv", "--dev", FIXTURES / "reviews_dev.csv",
+                         "--out", tmp_path / "reviews")
+    assert code == 0
+    got = pr.predict(tmp_path / "reviews", texts)
+    assert [p["label"] for p in got] == ["positive", "negative"], got

@@ -225,6 +225,12 @@ def test_cli_lessons(tmp_path, capsys):
     assert main(["lessons", str(out)]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["directory"] == str(out)
+    # the files counted by folder, as the copy holds them; not a list that fills the screen
+    on_disk = {part: sum(1 for p in (out / part).rglob("*") if p.is_file())
+               for part in ("notebooks", "tutorial", "source")}
+    assert json.loads(captured.out)["files"] == on_disk and min(on_disk.values()) > 0
+    assert len(captured.out.splitlines()) <= 12
+    assert f"source/ ({on_disk['source']}: the library's files the lessons link to)" in captured.err
     assert f"jupyter lab {out}" in captured.err
     assert main(["lessons", str(out)]) == 2  # refused: one line, no traceback
     assert "already exist" in capsys.readouterr().err

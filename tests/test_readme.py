@@ -8,8 +8,13 @@ and images to files of the checkout with alt text.
 """
 
 import re
+import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -106,3 +111,74 @@ def test_the_change_log_pattern_catches_what_it_is_for():
               "as issue 12 asked", "The crash was fixed."]
     assert all(CHANGE_LOG.search(s) for s in caught)
     assert not CHANGE_LOG.search("it takes no longer on a slower machine (see #51)")
+
+
+def _made_by_the_readme() -> set[str]:
+    """The checkout's paths the README's commands create, read off its shell blocks: the venv,
+    the site and the docs build's executed notebooks beside it (MyST-NB writes them to the
+    site's parent), each ``--out`` and the lessons folder, and what pip, pytest and Jupyter
+    leave behind."""
+    made = {"minielectra.egg-info", "build", ".pytest_cache", "tests/__pycache__",
+            "notebooks/.ipynb_checkpoints", "runs/nano"}  # pretrain --preset nano's own --out
+    for block in re.findall(r"```bash\n(.*?)```", README, re.S):
+        for command in re.split(r"&&|\n", block):
+            words = shlex.split(command, comments=True)
+            if words[:3] == ["python3", "-m", "venv"]:
+                made.add(words[3])
+            elif words[:3] == ["python", "-m", "sphinx"]:
+                made |= {words[-1], str(Path(words[-1]).parent / "jupyter_execute")}
+            elif words[:2] == ["minielectra", "lessons"]:
+                made.add(words[2])
+            made |= {b for a, b in zip(words, words[1:]) if a == "--out"}
+    return {p for p in made if not p.startswith(("~", "/"))}  # outside the checkout: theirs
+
+
+def test_the_readme_steps_leave_the_checkout_clean():
+    """`git status` after the README's commands shows nothing new: each path they create in the
+    checkout is ignored."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    made = _made_by_the_readme()
+    assert {".venv", "site", "jupyter_execute", "runs/reviews"} <= made  # the finder finds them
+    made = {p + "/" for p in made}  # each a folder (a pattern "x/" matches only folders)
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *made], cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+    assert sorted(made - set(ignored)) == []
+
+
+def test_the_install_guides_wheel_recipe_installs_the_cpu_torch_first():
+    """Installed alone on x86-64 Linux, the wheel pulls the CUDA build (several GB): the recipe
+    installs the CPU build of torch before it, and says what each path costs on disk."""
+    guide = (ROOT / "docs" / "guides" / "install.md").read_text()
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", guide, re.S) if "pip wheel" in b)
+    lines = [x.split("#")[0].strip() for x in block.splitlines() if x.split("#")[0].strip()]
+    torch_at = next(i for i, x in enumerate(lines) if x.startswith("pip install torch"))
+    wheel_at = next(i for i, x in enumerate(lines) if x.startswith("pip install dist/"))
+    assert torch_at < wheel_at, lines
+    assert lines[torch_at].endswith("--index-url https://download.pytorch.org/whl/cpu")
+    assert re.search(r"[\d.]+ GB with the CPU build.*[\d.]+ GB with the CUDA", guide, re.S)
+
+
+def _skip_reasons(source: str) -> list[str]:
+    """The text of every skip reason in a test file: the strings in a call to pytest.skip,
+    importorskip or skipif (an f-string's literal parts)."""
+    import ast
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        name = getattr(getattr(node, "func", None), "attr", "")
+        if isinstance(node, ast.Call) and name in ("skip", "skipif", "importorskip"):
+            parts = [*node.args[1:], *[k.value for k in node.keywords if k.arg == "reason"]]
+            parts += node.args[:1] if name == "skip" else []
+            found += ["".join(c.value for c in ast.walk(p) if isinstance(c, ast.Constant)
+                              and isinstance(c.value, str)) for p in parts]
+    return found
+
+
+def test_skip_reasons_speak_to_a_reader_of_the_test_output_not_to_ci():
+    """The README's test command lists each skipped test with its reason (-rs): the reason says
+    what a reader can do, not where CI keeps its files or what its script installs."""
+    reasons = {f.name: _skip_reasons(f.read_text()) for f in (ROOT / "tests").glob("*.py")}
+    assert sum(map(len, reasons.values())) >= 10  # the reasons are found
+    ci = {f: [r for r in rs if re.search(r"\.ci/|shared/data|\bCI\b", r)]
+          for f, rs in reasons.items()}
+    assert not {f: rs for f, rs in ci.items() if rs}

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from browser import render  # noqa: E402  (tools/browser.py)
 
 needs_chromium = pytest.mark.skipif(find_chromium() is None, reason="no Chromium on this "
-                                    "machine (apt-get install chromium; .ci/run installs it)")
+                                    "machine (Debian, Ubuntu: apt-get install chromium)")
 
 
 def png_size(path) -> tuple[int, int]:

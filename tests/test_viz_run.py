@@ -322,7 +322,7 @@ def test_viz_run_page_has_report_slider_and_heldout(run, tmp_path, capsys):
     assert html.count("Plotly.newPlot") == 3 and html.count('"sliders":[{"active":0') == 1
     from test_viz_browser import assert_rendered, find_chromium, render
     if find_chromium() is None:
-        pytest.skip("no Chromium on this machine (apt-get install chromium; .ci/run installs it)")
+        pytest.skip("no Chromium on this machine (Debian, Ubuntu: apt-get install chromium)")
     # Move the slider to the last checkpoint as a reader would: the step's own restyle.
     moved = tmp_path / "moved.html"
     moved.write_text(html.replace("</body>", MOVE_SLIDER + "</body>"))

@@ -17,7 +17,7 @@ from minielectra.viz.show import (FIGURE_WIDTH, PLOTLY_MIME, figure_bundle, stat
                                   static_figures_on)
 
 needs_chromium = pytest.mark.skipif(find_chromium() is None, reason="no Chromium on this "
-                                    "machine (apt-get install chromium; .ci/run installs it)")
+                                    "machine (Debian, Ubuntu: apt-get install chromium)")
 
 
 def _fig(**layout) -> go.Figure:

@@ -26,7 +26,7 @@ from .interrupt import Interrupted, SigintFlag, deferred_sigint
 from .optim import build_optimizer, lr_at, set_lr
 from .setup import (lock_run_dir, model_and_data, prepare_out_dir, refuse_earlier_run,
                     refuse_inputs_as_output, release_run_dir, resume_point)
-from ..progress import progress_bar
+from ..progress import beside_bars, progress_bar
 from .ranks import Ranks, seed_slice
 from .step import MetricsLog, NanGuard, train_step
 
@@ -58,7 +58,8 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
             lock = None
             raise
         if on_start is not None:
-            on_start()
+            with beside_bars():  # the bar is drawn already: its lines go above it
+                on_start()
         with deferred_sigint() as run.sigint:  # Ctrl-C waits for the step in flight
             stop = run.train(until_step)
         summary = run.finish(stop)
