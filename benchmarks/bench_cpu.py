@@ -59,6 +59,7 @@ from minielectra.model import cpu as cpu_layers  # noqa: E402
 from minielectra.model.electra import Electra  # noqa: E402
 from minielectra.objectives.flops import train_flops_per_step  # noqa: E402
 from minielectra.training.compiling import compile_module, finetune_flops  # noqa: E402
+from minielectra.training.device import autocast  # noqa: E402
 from minielectra.training.optim import build_optimizer, lr_at, set_lr  # noqa: E402
 from minielectra.training.step import train_step  # noqa: E402
 from peak import matmul_peak  # noqa: E402
@@ -216,8 +217,9 @@ def finetune_setup(examples: int):
     return pretrained, cfg, task, data
 
 
-def finetune_step(pretrained, cfg, task, data, *, compiled: bool):
-    """The recipe's step (``train.train_classifier``'s body) over batches in a fixed order."""
+def finetune_step(pretrained, cfg, task, data, *, compiled: bool, precision: str = "fp32"):
+    """The recipe's step (``train.train_classifier``'s body) over batches in a fixed order, in
+    ``precision`` (``benchmarks/bench_bf16.py`` compares bf16 autocast)."""
     from minielectra.finetune.classifier import (build_classifier, collate,
                                                  layerwise_param_groups, optimizer_step,
                                                  task_loss)
@@ -236,7 +238,9 @@ def finetune_step(pretrained, cfg, task, data, *, compiled: bool):
     def step():
         idx = next(order)
         batch = collate([data.train[i] for i in idx], pad)
-        loss = task_loss(task, net(**batch), labels[idx], reduction=cfg.loss_reduction)
+        with autocast(CPU, precision):
+            logits = net(**batch)
+        loss = task_loss(task, logits, labels[idx], reduction=cfg.loss_reduction)
         return torch.tensor(optimizer_step(model, opt, loss, cfg, len(idx)))
     return step
 
@@ -325,6 +329,19 @@ def machine(load: list[float]) -> dict:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
+def finish(result: dict, out: Path | None, begin: float) -> int:
+    """The load and seconds at the end, then the JSON: printed, and written to ``out``."""
+    result["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    result["seconds"] = round(time.perf_counter() - begin)
+    text = json.dumps(result, indent=1)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+        log(f"wrote {out}")
+    print(text)
+    return 0
+
+
 def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="the JSON (default: print only)")
@@ -369,15 +386,7 @@ def main(argv=None) -> int:
                   pretrain=pre, finetune=fine, rule=rule(pre, fine))
     if "mini" in pre:
         result["targets"] = targets(pre["mini"])
-    result["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    result["seconds"] = round(time.perf_counter() - begin)
-    text = json.dumps(result, indent=1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-        log(f"wrote {args.out}")
-    print(text)
-    return 0
+    return finish(result, args.out, begin)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ from .usage import USER_ERRORS, error_line, finish_help
 
 LONG, LONG_HELP = ["truncate", "windows"], ("texts over finetune.max_seq_len tokens: cut, or "
                                              "read whole in overlapping windows, logits averaged")
+PRECISION = dict(choices=["fp32", "bf16"], default="fp32", help="number format: fp32, or "
+                 "bf16 autocast on a GPU or a CPU with native bfloat16 (default: fp32)")
 CKPT_HELP = ("the model to fine-tune (default: bundled, the packaged one): a checkpoint "
              "dir (minielectra or transformers), a `pretrain --out` run dir "
              "(its latest checkpoint), or 'bundled'")
@@ -66,6 +68,7 @@ def _add_finetune(sub, sets: dict) -> None:
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, help="torch.compile the "
                    "training step (default: on a CPU when the run is long enough to repay the "
                    "compiling, by a measured rule)")
+    p.add_argument("--precision", **PRECISION)
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_finetune)
 
@@ -98,7 +101,8 @@ def _add_pretrain(sub, sets: dict) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"],
                    help="where to train (default: the preset's, auto: a GPU when there is one)")
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"],
-                   help="number format (default: fp32; bf16 for GPU presets on a GPU)")
+                   help="number format: fp32; bf16 autocast on a GPU or on a CPU with native "
+                   "bfloat16; fp16 on a GPU (default: fp32; bf16 for GPU presets on a GPU)")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, help="torch.compile the "
                    "step (default: on a CPU when the run is long enough to repay the compiling, "
                    "by a measured rule; on a GPU for the GPU presets)")
@@ -121,6 +125,7 @@ def _add_evaluate(sub) -> None:
                    help="evenly spaced examples of the split (default: all of them)")
     p.add_argument("--max-seq-len", type=int, help="build the examples at this length (default: "
                    "the length the checkpoint was last trained at)")
+    p.add_argument("--precision", **PRECISION)
     p.set_defaults(func=cmd_evaluate)
 
 
@@ -136,6 +141,7 @@ def _add_glue(sub, sets: dict) -> None:
                    "(default: not saved)")
     p.add_argument("--save-models", action="store_true",
                    help="with --out: keep each task's median model in OUT/TASK (for predict)")
+    p.add_argument("--precision", **PRECISION)
     p.add_argument("--set", **sets)
     p.set_defaults(func=cmd_glue)
 
@@ -277,6 +283,7 @@ def _add_viz(sub) -> None:
                    help="with --run: held-out examples for calibration and precision-recall "
                         "(default: all, as evaluate scores them; 0: skip)")
     p.add_argument("--force", action="store_true", help="with --out: replace an existing FILE")
+    p.add_argument("--precision", **PRECISION)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--out", metavar="FILE.html", help="write a standalone page (opens offline; "
                    "default: none, one of --out or --json is needed)")

@@ -41,13 +41,24 @@ def pretrain_config(args: argparse.Namespace, *, say=_stderr):
         if defaults.get("train.precision") == "bf16" and not _bf16_ok():
             defaults["train.precision"] = "fp32"
         cfg = apply_overrides(cfg, [f"{k}={v}" for k, v in defaults.items()])
-    elif "train.compile" not in given and not _on_gpu(cfg.train.device):
-        from .training.compiling import decide_pretrain
-        cfg.validate()  # a bad value is refused before a word about compiling
-        choice = decide_pretrain(cfg)  # on a CPU: when the run repays the compiling
+    elif not _on_gpu(cfg.train.device):
+        cfg = cpu_choices(cfg, given, say)
+    return cfg.validate()
+
+
+def cpu_choices(cfg, given: set[str], say):
+    """On a CPU, what the command line left open: compiling (when the run repays it) and bf16
+    (where the CPU has it and the run is long enough), each by its measured rule, each a line."""
+    from .training.compiling import decide_precision, decide_pretrain
+    cfg.validate()  # a bad value is refused before a word about compiling
+    if "train.compile" not in given:
+        choice = decide_pretrain(cfg)
         cfg = apply_overrides(cfg, [f"train.compile={choice.compile}"])
         say(choice.line)
-    return cfg.validate()
+    if "train.precision" not in given and (bf16 := decide_precision(cfg)) is not None:
+        cfg = apply_overrides(cfg, ["train.precision=bf16"])
+        say(bf16.line)
+    return cfg
 
 
 def _on_gpu(device: str) -> bool:
@@ -89,7 +100,8 @@ def cmd_pretrain(args) -> dict | None:
 def cmd_evaluate(args) -> dict:
     from .training.evaluate import evaluate
     return evaluate(args.checkpoint, corpus=args.corpus, max_examples=args.max_examples,
-                    split=args.split, max_seq_len=args.max_seq_len, progress=True)
+                    split=args.split, max_seq_len=args.max_seq_len, precision=args.precision,
+                    progress=True)
 
 
 def shipped_checkpoint(args) -> tuple[str, Callable[[], None]]:
@@ -112,7 +124,8 @@ def cmd_finetune(args) -> dict:
     flags += [f"finetune.keep_epoch={args.keep_epoch}"] if args.keep_epoch else []
     flags += ["finetune.from_scratch=true"] if args.from_scratch else []
     # no --compile/--no-compile: None, the measured rule decides once the steps are known
-    flags += [f"finetune.compile={'none' if args.compile is None else args.compile}"]
+    flags += [f"finetune.compile={'none' if args.compile is None else args.compile}",
+              f"finetune.precision={args.precision}"]
     result = finetune(checkpoint, args.task, out=args.out, seed=args.seed, seeds=args.seeds,
                       overrides=flags + args.set, max_train_examples=args.max_train_examples,
                       train=args.train, dev=args.dev, columns=columns,
@@ -124,8 +137,9 @@ def cmd_finetune(args) -> dict:
 def cmd_glue(args) -> dict:
     from .finetune.glue.suite import run_glue
     checkpoint, say = shipped_checkpoint(args)
+    precision = [f"finetune.precision={args.precision}"]
     result = run_glue(checkpoint, tasks=args.tasks, seeds=args.seeds, seed=args.seed,
-                      out=args.out, overrides=args.set, save_models=args.save_models,
+                      out=args.out, overrides=precision + args.set, save_models=args.save_models,
                       max_train_examples=args.max_train_examples, on_start=say)
     print(result["table"], file=sys.stderr)  # for people; stdout stays one JSON document
     return result
@@ -197,9 +211,11 @@ def cmd_viz(args):
         if args.text is None:
             raise ValueError('give --text "a sentence" (or --run DIR for a run\'s report)')
         return viz_text(args.checkpoint or "bundled", args.text, replace=replace, seed=args.seed,
-                        top_k=args.top_k, words=args.words, out=args.out, as_json=args.json)
+                        top_k=args.top_k, words=args.words, out=args.out, as_json=args.json,
+                        precision=args.precision)
     if args.checkpoint is not None or args.json or args.out is None:
         raise ValueError("--run DIR writes a page: give --out FILE.html, and no --checkpoint "
                          "or --json")
     return viz_run(args.run, out=args.out, text=args.text, replace=replace, seed=args.seed,
-                   words=args.words, heldout_examples=args.heldout_examples, progress=True)
+                   words=args.words, heldout_examples=args.heldout_examples, progress=True,
+                   precision=args.precision)

@@ -7,7 +7,7 @@ directory's ``glue/``), scored with the paper's metrics (Matthews correlation fo
 for STS-B, accuracy for the others) and averaged as GLUE does, WNLI left out as the paper does:
 
 - **suite** (the average): CoLA (8,551 training sentences), SST-2 (a fixed random 8,000 of
-  67,349), MRPC (3,668 pairs), STS-B (5,749) and RTE (2,490), each scored on its whole dev set;
+  67,349), MRPC (3,667 pairs), STS-B (5,749) and RTE (2,490), each scored on its whole dev set;
 - **few**: the same five tasks with at most 2,000 training examples each;
 - SST-2 with 2,000 sentences, and the whole of SST-2, reported beside the average.
 
@@ -246,6 +246,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     rep = sub.add_parser("report", help="the table, from the runs made so far")
     rep.add_argument("--out", type=Path, default=Path("experiments/suite"))
     rep.add_argument("--results", type=Path, default=Path("research/results/suite"))
+    rs = sub.add_parser("restate", help="the comparisons and the table again, from the results "
+                        "file's own rows (no per-run records needed)")
+    rs.add_argument("--results", type=Path, default=Path("research/results/suite"))
     fl = sub.add_parser("floor", help="the bag-of-words floor (TF-IDF + logistic/ridge)")
     fl.add_argument("--out", type=Path, default=Path("experiments/suite"))
     a = p.parse_args(argv)
@@ -260,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif a.command == "report":
         from suite_report import write_report
         print(json.dumps(write_report(a.out, a.results), indent=2))
+    elif a.command == "restate":
+        from suite_report import restate
+        print(json.dumps(restate(a.results), indent=2))
     else:
         from suite_floor import run_floor
         print(json.dumps(run_floor(a.out), indent=2))

@@ -14,7 +14,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from minielectra.experiments.stats import paired_t
+from minielectra.experiments.stats import noise_phrase, paired_by_unit, paired_t
 from minielectra.finetune.glue.data import get_task
 from minielectra.safeio import write_file
 
@@ -83,27 +83,27 @@ def summarise(runs: list[dict], floor: list[dict]) -> dict:
             if not row["random"] and base is not None:
                 row[name]["gain"] = paired(avg, group_average(base, group))
         rows.append(row)
-    return {"rows": rows, "floor": floor, **comparisons(cells)}
+    return {"rows": rows, "floor": floor, **derived(rows, floor)}
 
 
-def by_pretraining_seed(cells: dict, pairs: dict[int, tuple[str, str]]) -> dict | None:
-    """Arm A minus arm B on the suite average, paired by pre-training seed k (``pairs``: k ->
-    (A, B)) and by fine-tuning seed; the pairs of every k pooled for one paired t-test."""
-    diffs = {}
+def by_pretraining_seed(averages: dict[str, dict], pairs: dict[int, tuple[str, str]]) -> dict | None:
+    """Arm A minus arm B on the suite average (``averages``: arm -> fine-tuning seed -> average),
+    at the unit of the claim: a claim about a pre-training choice has as many pairs as
+    pre-training seeds k (``pairs``: k -> (A, B)). The fine-tuning seeds' differences are
+    averaged inside each k (:func:`~minielectra.experiments.stats.paired_by_unit`)."""
+    inner = {}
     for k, (a, b) in pairs.items():
-        e, m = cells.get((a, "reinit-1")), cells.get((b, "reinit-1"))
-        if e is None or m is None:
-            continue
-        pair = paired(group_average(e, SUITE), group_average(m, SUITE))
-        if pair:
-            diffs[k] = pair
-    if not diffs:
+        if a in averages and b in averages:
+            pair = paired(averages[a], averages[b])
+            if pair:
+                inner[k] = pair
+    if not inner:
         return None
-    flat = [d for p in diffs.values() for d in p["diffs"]]
-    test = paired_t(flat) if len(flat) > 1 else {"mean": flat[0], "sd": float("nan"),
-                                                 "p": float("nan")}
-    return {"by_pretraining_seed": diffs, "mean": test["mean"], "sd": test["sd"],
-            "p": test["p"], "wins": sum(d > 0 for d in flat), "n": len(flat)}
+    test = paired_by_unit({k: p["diffs"] for k, p in inner.items()})
+    return {"by_pretraining_seed": inner, "mean": test["mean"], "sd": test["sd"],
+            "p": test["p"], "p_flip": test["p_flip"], "wins": test["wins"], "n": test["n"],
+            "pairs_won": sum(d > 0 for p in inner.values() for d in p["diffs"]),
+            "pairs": sum(len(p["diffs"]) for p in inner.values())}
 
 
 def _electra(k: int, variant: str = "") -> str:
@@ -133,9 +133,25 @@ COMPARISONS = {
 }
 
 
-def comparisons(cells: dict) -> dict:
-    """Each of :data:`COMPARISONS` at equal pre-training FLOPs, paired by seed (None: no pair)."""
-    return {key: by_pretraining_seed(cells, {k: pair(k) for k in range(10)})
+def floor_average(floor: list[dict]) -> dict:
+    """The floor's mean over each group's tasks (None: a task missing)."""
+    score = {(f["task"], f["size"]): f["score"] for f in floor}
+    return {name: statistics.fmean(score[k] for k in group)
+            if all(k in score for k in group) else None for name, group in GROUPS.items()}
+
+
+def derived(rows: list[dict], floor: list[dict]) -> dict:
+    """What the results file computes from its rows and floor: the floor's averages and the
+    pre-training comparisons."""
+    return {"floor_average": floor_average(floor), **comparisons(rows)}
+
+
+def comparisons(rows: list[dict]) -> dict:
+    """Each of :data:`COMPARISONS` at equal pre-training FLOPs, paired by pre-training seed (None:
+    no pair), from the rows' suite averages by fine-tuning seed (what the results file keeps)."""
+    averages = {r["arm"]: {int(s): v for s, v in r["suite"]["by_seed"].items()}
+                for r in rows if r["recipe"] == "reinit-1"}
+    return {key: by_pretraining_seed(averages, {k: pair(k) for k in range(10)})
             for key, (_, _, pair) in COMPARISONS.items()}
 
 
@@ -181,11 +197,26 @@ def markdown(summary: dict) -> str:
         d = summary.get(key)
         if d:
             sd = "" if d["sd"] != d["sd"] else f" ± {d['sd']:.1f}"
-            p = "" if d["p"] != d["p"] else f"p {d['p']:.2g}; "
-            lines.append(f"\n{what} on the suite average: {d['mean']:+.1f}{sd} ({p}{ahead} "
-                         f"ahead in {d['wins']} of {d['n']} pre-training × fine-tuning seed "
-                         "pairs).")
+            each = "; ".join(f"seed {k}: {p['mean']:+.1f} ({', '.join(f'{x:+.1f}' for x in p['diffs'])})"
+                             for k, p in d["by_pretraining_seed"].items())
+            lines.append(f"\n{what} on the suite average, paired by pre-training seed: "
+                         f"{d['mean']:+.1f}{sd}, {noise_phrase(d)}; {ahead} ahead with "
+                         f"{d['wins']} of {d['n']} pre-training seeds, in {d['pairs_won']} of "
+                         f"{d['pairs']} fine-tuning runs (by pre-training seed, the mean of its "
+                         f"fine-tuning seeds: {each}).")
     return "\n".join(lines) + "\n"
+
+
+def restate(results: Path) -> dict:
+    """Recompute the comparisons and ``results.md`` from a results file's own rows (the suite
+    averages by fine-tuning seed), without the per-run records: ``results.json`` and
+    ``results.md`` come out byte for byte as committed when nothing changed."""
+    summary = json.loads((results / "results.json").read_text())
+    summary = {"rows": summary["rows"], "floor": summary["floor"],
+               **derived(summary["rows"], summary["floor"])}
+    write_file(results / "results.json", json.dumps(summary, indent=1) + "\n")
+    write_file(results / "results.md", markdown(summary))
+    return {"files": [str(results / "results.json"), str(results / "results.md")]}
 
 
 def write_report(out: Path, results: Path) -> dict:

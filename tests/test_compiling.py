@@ -23,6 +23,28 @@ def test_the_rule_is_the_benchmarks_measurement():
                               "compile_s": measured.compile_s}, name
 
 
+def test_the_bf16_rule_is_its_benchmarks_measurement():
+    rule = json.loads(RESULTS.with_name("cpu_bf16.json").read_text())["rule"]
+    assert rule == {"bf16_vs_fp32_eager": compiling.BF16_SPEEDUP["eager"],
+                    "bf16_vs_fp32_compiled": compiling.BF16_SPEEDUP["compiled"]}
+    assert min(rule.values()) > 1  # measured faster: the reason a long CPU run takes it
+
+
+def test_a_long_cpu_run_takes_bf16_where_the_cpu_has_it(monkeypatch, capsys):
+    """A minute or more of steps: bf16 and one line saying so; shorter, or --precision: silent."""
+    from minielectra.training import device as device_mod
+    monkeypatch.setattr(device_mod, "cpu_bf16_missing", lambda: None)
+    cfg = pretrain_config(_args("--preset", "nano", "--device", "cpu"))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert cfg.train.precision == "bf16" and len(lines) == 2
+    assert lines[1].startswith("pretrain: bf16 autocast (") and "--precision fp32" in lines[1]
+    for argv in (["--max-steps", "50"], ["--precision", "fp32"]):
+        cfg = pretrain_config(_args("--preset", "nano", "--device", "cpu", *argv))
+        assert cfg.train.precision == "fp32" and "bf16" not in capsys.readouterr().err
+    monkeypatch.setattr(device_mod, "cpu_bf16_missing", lambda: "no bf16 here")
+    assert pretrain_config(_args("--preset", "nano", "--device", "cpu")).train.precision == "fp32"
+
+
 def test_the_rule_weighs_saved_seconds_against_compiling():
     m = compiling.Measured(eager_gflops=100.0, saving=0.2, compile_s=60.0)
     flops = 1e9 * 100 * 0.1  # 0.1 s eager, 20 ms saved per step

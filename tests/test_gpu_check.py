@@ -53,6 +53,12 @@ def test_dry_run_runs_every_stage_and_every_check_passes(dry_run):
     # the resumed run went on from where the first one stopped
     four, five = results["stages"]["4"]["result"], results["stages"]["5"]["result"]
     assert five["resumed_from_step"] == four["last_step"] < five["last_step"]
+    # the bf16 stages run bf16 autocast on a CPU that has it: the code path the GPU runs
+    from minielectra.training.device import cpu_bf16_missing
+    if cpu_bf16_missing() is None:
+        assert results["stages"]["2"]["result"]["precision"] == "bf16"
+        parity = results["stages"]["1"]["result"]["parity"]
+        assert parity["loss_fp32"] != parity["loss_bf16"]  # bf16 really ran
 
 
 @needs_data

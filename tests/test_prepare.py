@@ -156,5 +156,8 @@ def test_cli_prepare_then_pretrain_data(corpus_file, vocab, tmp_path, capsys):
                                           "--device", "cpu"])
     cfg = cli.pretrain_config(args)
     assert cfg.data.prepared == str(out)
-    # CPU: no GPU defaults; a million steps repay the compiling (training/compiling.py)
-    assert (cfg.train.precision, cfg.train.compile) == ("fp32", True)
+    # CPU: no GPU defaults; a million steps repay the compiling, and take bf16 where the CPU
+    # has it natively (training/compiling.py)
+    from minielectra.training.device import cpu_bf16_missing
+    bf16 = "fp32" if cpu_bf16_missing() else "bf16"
+    assert (cfg.train.precision, cfg.train.compile) == (bf16, True)

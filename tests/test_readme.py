@@ -40,11 +40,12 @@ def test_images_exist_and_have_alt_text():
 
 
 def page_text(page: Path) -> str:
-    """A results page as the site shows it: its own text and the tables its directives render
-    from the results files (docs/_ext/results.py, the code the build runs)."""
+    """A results page as the site shows it: its own text, the figures its roles render and the
+    tables its directives render from the results files (docs/_ext/results.py, the code the build runs)."""
     sys.path.insert(0, str(ROOT / "docs" / "_ext"))
     import results
-    text = page.read_text()
+    text = re.sub(r"\{result\}`([^`]+)`", lambda m: results.render_result(m.group(1)),
+                  page.read_text())
     for m in re.finditer(r"```\{results-table\} (\S+)\n((?::\w+: .*\n)*)```", text):
         options = dict(re.findall(r":(\w+): (.*)", m.group(2)))
         text += "\n" + results.render_table(m.group(1), table_name=options.get("table"),

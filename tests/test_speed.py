@@ -264,9 +264,13 @@ def test_gpu_presets_default_to_bf16_and_compile_on_a_gpu_only(monkeypatch):
     compiles by the measured rule (a million steps: yes; nano's 2,000: no)."""
     from minielectra import cli, commands
 
-    def config(*argv, gpu=True, bf16=True):
+    from minielectra.training import device as device_mod
+
+    def config(*argv, gpu=True, bf16=True, cpu_bf16=False):
         monkeypatch.setattr(commands, "_on_gpu", lambda device: gpu and device != "cpu")
         monkeypatch.setattr(commands, "_bf16_ok", lambda: bf16)
+        monkeypatch.setattr(device_mod, "cpu_bf16_missing",
+                            lambda: None if cpu_bf16 else "no native bfloat16")
         t = cli.pretrain_config(cli.build_parser().parse_args(["pretrain", *argv])).train
         return t.precision, t.compile
     assert config("--preset", "small") == ("bf16", True)
@@ -277,3 +281,10 @@ def test_gpu_presets_default_to_bf16_and_compile_on_a_gpu_only(monkeypatch):
     assert config("--preset", "small", "--device", "cpu") == ("fp32", True)
     assert config("--preset", "small", gpu=False) == ("fp32", True)
     assert config("--preset", "nano") == ("fp32", False)  # the CPU presets stay as they are
+    # a CPU with native bf16: a run of a minute or more takes it, unless told; a short one not
+    cpu = dict(gpu=False, cpu_bf16=True)
+    assert config("--preset", "nano", **cpu) == ("bf16", False)
+    assert config("--preset", "small", **cpu) == ("bf16", True)
+    assert config("--preset", "nano", "--precision", "fp32", **cpu) == ("fp32", False)
+    assert config("--preset", "nano", "--max-steps", "20", **cpu) == ("fp32", False)
+    assert config("--preset", "tiny", **cpu) == ("fp32", False)

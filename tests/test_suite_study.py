@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "research"))
 import suite  # noqa: E402  (research/suite.py)
 import suite_report  # noqa: E402
 
@@ -69,7 +70,9 @@ def test_report_averages_and_pairs_by_seed(tmp_path):
         statistics.stdev([3.0, 0.5, 4.0]))
     assert "gain" not in rows["random"]["suite"]
     evm = summary["electra_vs_mlm"]  # bundled (pre-training seed 0) against mlm-s0
-    assert evm["n"] == 3 and evm["mean"] == pytest.approx(statistics.fmean([1.0, -1.5, 5.0]))
+    # one pre-training seed is one pair, however many fine-tuning seeds it has: no test
+    assert evm["n"] == 1 and evm["pairs"] == 3 and evm["p"] != evm["p"]
+    assert evm["mean"] == pytest.approx(statistics.fmean([1.0, -1.5, 5.0]))
     md = suite_report.markdown(summary)
     assert "| bundled | reinit-1 |" in md and "+2.5 ± 1.8" in md and "(3 of 3)" in md
 
@@ -82,10 +85,24 @@ def test_the_two_length_arm_pairs_with_both_lengths_of_its_pre_training_seed():
     assert summary["2len_vs_len32"]["by_pretraining_seed"][1]["diffs"] == [4.0, 3.0]
     assert summary["2len_vs_len128"]["by_pretraining_seed"][1]["diffs"] == [-1.0, 1.0]
     assert summary["electra_vs_mlm"] is None  # no MLM arm
-    assert "two lengths ahead in 2 of 2" in suite_report.markdown(summary)
+    assert "two lengths ahead with 1 of 1 pre-training seeds, in 2 of 2" in suite_report.markdown(
+        summary)
     seed0 = suite_report.summarise(fake_runs("bundled", {0: 60.0}) + fake_runs(
         "electra-s0r", {0: 50.0}) + fake_runs("electra-2len", {0: 51.0}), floor=[])
     assert seed0["2len_vs_len32"]["by_pretraining_seed"][0]["diffs"] == [1.0]  # not bundled
+
+
+def test_pre_training_comparisons_pair_by_pre_training_seed():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    runs = (fake_runs("bundled", {0: 60.0, 1: 62.0}) + fake_runs("mlm-s0", {0: 55.0, 1: 58.0})
+            + fake_runs("electra-s1", {0: 57.0, 1: 56.0}) + fake_runs("mlm-s1", {0: 56.0, 1: 53.0}))
+    evm = suite_report.summarise(runs, floor=[])["electra_vs_mlm"]
+    unit_means = [statistics.fmean([5.0, 4.0]), statistics.fmean([1.0, 3.0])]
+    assert evm["n"] == 2 and evm["pairs"] == 4 and evm["wins"] == 2
+    assert evm["p"] == pytest.approx(scipy_stats.ttest_1samp(unit_means, 0.0).pvalue)
+    assert evm["p"] > scipy_stats.ttest_1samp([5.0, 4.0, 1.0, 3.0], 0.0).pvalue  # not 4 pairs
+    assert "within the noise of 2 pre-training seeds" in suite_report.markdown(
+        suite_report.summarise(runs, floor=[]))
 
 
 def test_a_seed_missing_a_task_is_left_out_of_the_average():

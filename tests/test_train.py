@@ -378,13 +378,17 @@ def test_bad_values_refused_before_any_work(tmp_path, field, value, message):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a CPU-only machine")
-@pytest.mark.parametrize("device, precision", [("cpu", "fp16"), ("cpu", "bf16"),
-                                               ("auto", "bf16"), ("cuda", "fp32")])
-def test_precision_or_device_this_machine_lacks_is_refused(tmp_path, device, precision):
+@pytest.mark.parametrize("device, precision, message", [
+    ("cpu", "fp16", "CUDA"), ("cpu", "bf16", "native bfloat16"), ("auto", "bf16", "native bfloat16"),
+    ("cuda", "fp32", "cuda")])
+def test_precision_or_device_this_machine_lacks_is_refused(tmp_path, monkeypatch, device,
+                                                           precision, message):
+    from minielectra.training import device as device_mod
+    monkeypatch.setattr(device_mod, "cpu_bf16_missing", lambda: "no native bfloat16 here")
     cfg = preset("nano")
     cfg.train.device, cfg.train.precision = device, precision
     cfg.train.out_dir = str(tmp_path / "x")
-    with pytest.raises(RuntimeError, match="CUDA|cuda"):
+    with pytest.raises(RuntimeError, match=message):
         pretrain(cfg, progress=False)
     assert not (tmp_path / "x").exists()
 

@@ -198,3 +198,14 @@ def test_own_data_gets_the_suites_recipe_unless_set_says_otherwise(capsys, check
         "GLUE-style suite's average; --set finetune.epochs=N to change it)"]
     r = run(capsys, "finetune", *common, *sets("finetune.epochs=1"))
     assert r["config"]["epochs"] == 1
+
+
+def test_standard_input_of_one_long_line_is_one_input(monkeypatch):
+    """`predict -` given a 2 MB line: one input (the model reads its first tokens), not the csv
+    module's field-size error."""
+    import io as _io
+    from minielectra.finetune.glue.data import get_task
+    from minielectra.finetune.predict import group_texts
+    line = "word " * 400_000
+    monkeypatch.setattr("sys.stdin", _io.StringIO(line + "\nshort one\n"))
+    assert group_texts(["-"], get_task("sst2")) == [(line, None), ("short one", None)]

@@ -11,6 +11,14 @@ Two directives, for the pages under ``docs/results/``:
   ``machine``) and the date (the file's ``date``, else the day of the last commit that changed
   its content, ``git log --follow``).
 
+And one inline role, for a figure in prose: ``{result}`FILE:PATH|FORMAT` `` renders one value of
+a committed JSON results file. PATH walks the file: ``.key`` into an object, ``[3]`` into a list,
+``[arm=bundled,recipe=reinit-1]`` picks the one list item whose fields match, ``.mean`` on a
+list is its mean; FORMAT is Python's
+format spec (``+.1f``, ``.2g``, ``.0%``). ``A - B`` or ``A / B`` (two such values, each ``FILE:PATH``)
+renders their difference or ratio; B may be a plain number (``... / 60``: seconds to minutes). A page's measured figures come from these, so they cannot drift from the file
+(``tests/test_stated_numbers.py`` fails on one that does not).
+
 The functions that turn a file into Markdown are plain (``render_table``, ``source_facts``), so a
 test can check what a page will show without building the site (``tests/test_docs_site.py``
 checks every number the README states against them).
@@ -176,7 +184,7 @@ def throughput(d: dict) -> str:
             ["transformers' modules, same objective, optimiser and loop", _q(hf),
              f"{frac['transformers']:.0%}", ""]]
     return table([f"`{d['preset']}`, batch {d['batch'][0]} x {d['batch'][1]}, {d['precision']}",
-                  "steps/s, median (quartiles)", "share of the measured peak "
+                  "steps/s, median (quartiles)", "share of the best measured product rate "
                   f"({d['peak']['gflops']:g} GFLOP/s)",
                   f"paired ratio, {d['rounds']} interleaved rounds (quartiles)"], rows)
 
@@ -226,8 +234,8 @@ def cpu_pretrain(d: dict) -> str:
     return table(["preset", "eager steps/s (quartiles)", "compiled steps/s", "compiled / eager, "
                   "paired", "compiling (break-even)", "a 50-minute run, compiling included",
                   "/ transformers' modules, both compiled",
-                  f"compiled: share of the fp32 peak, oneDNN {peaks['onednn']:g} / MKL "
-                  f"{peaks['mkl']:g} GFLOP/s"], rows)
+                  f"compiled: share of the best measured fp32 product rate, oneDNN (our layers) "
+                  f"{peaks['onednn']:g} / MKL {peaks['mkl']:g} GFLOP/s"], rows)
 
 
 def cpu_finetune(d: dict) -> str:
@@ -256,10 +264,44 @@ def cpu_profile(d: dict) -> str:
     return table(["share of a step (`torch.profiler`)"] + [f"`{n}` {s}" for n, s in cols], rows)
 
 
+def cpu_bf16(d: dict) -> str:
+    """``bench_bf16``: fp32 and bf16 steps/s, eager and compiled, paired ratios, product shares."""
+    rows = []
+    for name, p in d["pretrain"].items():
+        share = p["share_of_product_rate"]
+        rows.append([f"`{name}` pre-training, batch {p['batch'][0]} x {p['batch'][1]}",
+                     _q(p["eager_fp32"]), _q(p["eager_bf16"]),
+                     f"**{p['bf16_vs_fp32_eager']['median']:.2f}x**", _q(p["compiled_fp32"]),
+                     _q(p["compiled_bf16"]), f"**{p['bf16_vs_fp32_compiled']['median']:.2f}x**",
+                     f"{share['compiled_fp32']:.0%} / {share['compiled_bf16']:.0%}",
+                     f"{p['vs_transformers_bf16_both_compiled']['median']:.2f}x"])
+    f = d["finetune"]
+    if "skipped" not in f:
+        rows.append([f"SST-2 fine-tuning, {f['train_examples']:,} sentences, batch {f['batch']}",
+                     _q(f["fp32"]), _q(f["bf16"]), f"**{f['bf16_vs_fp32_eager']['median']:.2f}x**",
+                     "", "", "", "", ""])
+    rate = d["product_gflops"]
+    return table(["run", "eager fp32 steps/s (quartiles)", "eager bf16", "bf16 / fp32, paired",
+                  "compiled fp32", "compiled bf16", "bf16 / fp32, paired",
+                  f"compiled: share of its product rate (fp32 {rate['fp32']:g} / bf16 "
+                  f"{rate['bf16']:g} GFLOP/s)", "compiled bf16 / transformers' modules, same "
+                  "autocast"], rows)
+
+
+def cpu_bf16_main_job(d: dict) -> str:
+    """``bench_bf16``: the main job in each precision, the time to held-out AUC 0.75."""
+    rows = [[f"`{j['command']}`", f"{j['seconds_to_target'] / 60:.2f} min (step "
+             f"{j['first_step_at_target']:,})" if j["seconds_to_target"] else "not reached",
+             f"{j['final_auc']:.3f} at step {j['final_step']:,}", f"{j['wall_s'] / 60:.1f} min"]
+            for j in d["main_job"].values()]
+    return table(["command", "to held-out AUC 0.75", "last evaluation", "whole command"], rows)
+
+
 TABLES = {f.__name__: f for f in (sst2_whole, sst2_subsets, sst2_diagnostics, sst2_variants,
                                   shuffle_buffer, squad_v1, squad_v2, throughput,
                                   throughput_profile, bench_small, learning_curve_points,
-                                  cpu_pretrain, cpu_finetune, cpu_profile)}
+                                  cpu_pretrain, cpu_finetune, cpu_profile, cpu_bf16,
+                                  cpu_bf16_main_job)}
 
 
 def render_table(path: str, *, table_name: str | None = None, tables: str | None = None,
@@ -279,6 +321,64 @@ def render_table(path: str, *, table_name: str | None = None, tables: str | None
         old, new = (s.strip() for s in pair.split("=>"))
         text = re.sub(rf"(?<=\| ){re.escape(old)}(?= \|)", new, text)
     return text
+
+
+def _walk(value, path: str, where: str):
+    for m in re.finditer(r"\.([^.\[]+)|\[([^\]]+)\]", path):
+        key, pick = m.groups()
+        if key == "mean" and isinstance(value, list):
+            value = statistics.fmean(value)
+        elif key is not None:
+            if not isinstance(value, dict) or key not in value:
+                raise KeyError(f"{where}: no key {key!r} (has {', '.join(map(str, value))})"
+                               if isinstance(value, dict) else f"{where}: {key!r} of a non-object")
+            value = value[key]
+        elif pick.lstrip("-").isdigit():
+            value = value[int(pick)]
+        else:
+            want = dict(kv.split("=", 1) for kv in pick.split(","))
+            hits = [x for x in value if all(str(x.get(k)) == v for k, v in want.items())]
+            if len(hits) != 1:
+                raise KeyError(f"{where}: [{pick}] matches {len(hits)} items, not one")
+            value = hits[0]
+    return value
+
+
+# Short names for the files pages quote most: ``{result}`suite:rows[arm=random].suite.mean|.1f` ``.
+FILES = {"suite": "research/results/suite/results.json",
+         "candidate": "research/results/suite/bundled_candidate.json",
+         "by-length": "research/results/suite/disc_by_length.json",
+         "squad1": "research/results/squad_v1_split_pretrained_vs_random.json",
+         "curve": "research/results/learning_curve_nano_mini.json",
+         "squad2": "research/results/squad_v2_split_bundled.json",
+         "bf16": "benchmarks/results/cpu_bf16.json"}
+
+
+def result_value(ref: str) -> float:
+    """One value of a committed results file, ``FILE:PATH`` (see the module's docstring), or a
+    plain number (a unit's factor: ``... / 60`` for minutes)."""
+    if re.fullmatch(r"\d+(\.\d+)?", ref.strip()):
+        return float(ref)
+    file, _, path = ref.strip().partition(":")
+    file = FILES.get(file, file)
+    if not file.endswith(".json") or not path:
+        raise ValueError(f"{ref!r}: expected FILE.json:PATH")
+    return _walk(load(file), "." + path.lstrip("."), ref)
+
+
+def render_result(spec: str) -> str:
+    """The text a ``{result}`` role shows: ``FILE:PATH|FORMAT`` or ``A - B|FORMAT``."""
+    body, sep, fmt = spec.rpartition("|")
+    if not sep:
+        raise ValueError(f"{spec!r}: a figure needs its format, FILE:PATH|FORMAT")
+    parts = re.split(r" ([-/]) ", body)
+    if len(parts) not in (1, 3):
+        raise ValueError(f"{spec!r}: one value, or one difference or ratio, A - B or A / B")
+    value = result_value(parts[0])
+    if len(parts) == 3:
+        other = result_value(parts[2])
+        value = value - other if parts[1] == "-" else value / other
+    return format(value, fmt) if isinstance(value, (int, float)) and fmt else str(value)
 
 
 def commit_date(path: str) -> str | None:
@@ -365,6 +465,19 @@ def setup(app):
                 field(name, nodes.Text(facts[name] or "not recorded"))
             return [fields]
 
+    def result_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+        try:
+            shown = render_result(text)
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+            msg = inliner.reporter.error(f"result {text}: {e}", line=lineno)
+            return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+        file = text.split(":", 1)[0].strip()
+        file = FILES.get(file, file)
+        env = inliner.document.settings.env
+        env.note_dependency(str(ROOT / file))
+        return [nodes.inline(rawtext, shown, classes=["result"])], []
+
+    app.add_role("result", result_role)
     app.add_directive("results-table", ResultsTable)
     app.add_directive("results-source", ResultsSource)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

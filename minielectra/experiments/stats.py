@@ -51,3 +51,34 @@ def sign_flip(differences: list[float]) -> float:
     hits = sum(abs(sum(s * d for s, d in zip(signs, differences))) >= observed
                for signs in itertools.product((1, -1), repeat=n))
     return hits / 2 ** n
+
+
+def paired_by_unit(differences: dict, *, digits: int = 2) -> dict:
+    """A paired comparison at the unit its claim is about.
+
+    ``differences`` maps each unit (a pre-training seed, for a claim about a pre-training choice)
+    to the A - B differences measured inside it (one per fine-tuning seed). Those are averaged
+    inside their unit first: fine-tuning seeds of one pre-training run share its weights, so they
+    are repeats of one measurement, not independent pairs. The test is then a paired t-test and
+    an exact sign-flip over the units. Returns each unit's mean (``by_unit``), the mean over
+    units, their sd, ``n`` (units), ``wins`` (units ahead), ``p`` (t) and ``p_flip``.
+    """
+    means = {str(k): statistics.fmean(v) for k, v in differences.items() if len(v)}
+    values = list(means.values())
+    if not values:
+        raise ValueError("paired_by_unit needs at least one unit with a difference")
+    test = paired_t(values)
+    return {"by_unit": {k: round(v, digits) for k, v in means.items()}, "n": len(values),
+            "mean": test["mean"], "sd": test["sd"], "p": test["p"],
+            "p_flip": sign_flip(values) if len(values) <= 20 else float("nan"),
+            "wins": sum(v > 0 for v in values)}
+
+
+def noise_phrase(result: dict, *, alpha: float = 0.05, unit: str = "pre-training seeds") -> str:
+    """How a page states a comparison: its p-value, or that it is within the noise of n units."""
+    n, p = result["n"], result["p"]
+    if p != p:  # one unit: no spread to test against
+        return f"one {unit[:-1] if unit.endswith('s') else unit}, untested"
+    if p >= alpha:
+        return f"within the noise of {n} {unit} (p {p:.2g})"
+    return f"p {p:.2g} over {n} {unit}"

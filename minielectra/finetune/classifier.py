@@ -26,6 +26,7 @@ from ..overrides import apply_overrides
 from ..model.electra import Electra
 from ..model.gdes import plain_state_dict
 from ..model.transformer import Encoder
+from ..training.device import check_precision, device_named
 from ..training.optim import AdamWeightDecay, lr_at
 from .task import Example, Task
 
@@ -77,6 +78,9 @@ class FinetuneConfig:
     # set held out for the choice (.train.hold_out): the dev set is reported, so it never chooses.
     keep_epoch: typing.Literal["last", "best"] = "last"
     device: str = "auto"
+    # bf16 autocast (a GPU with bfloat16, or a CPU that has it natively): the products in bf16,
+    # the loss, the optimiser and the weights in fp32 (training.device).
+    precision: typing.Literal["fp32", "bf16"] = "fp32"
     # torch.compile the training forward: True, False, or None: on a CPU when the run repays
     # the compiling (training.compiling's measured rule; what `minielectra finetune` passes).
     compile: bool | None = False
@@ -98,6 +102,7 @@ class FinetuneConfig:
         for name, (allowed, ok) in rules.items():
             if not ok(getattr(self, name)):
                 raise ValueError(f"finetune.{name} must be {allowed}, got {getattr(self, name)}")
+        check_precision(device_named(self.device), self.precision)  # this machine can run it
         return self
 
 

@@ -30,7 +30,7 @@ from ..safeio import write_file
 from ..training.checkpoints import load_checkpoint
 from ..training.compiling import compile_module, decide_finetune
 from . import fewsample, metrics
-from ..training.device import device_named
+from ..training.device import autocast, device_named
 from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate,
                          lr_factor, make_optimizer, optimizer_step, task_loss)
 from .epochs import EpochScores
@@ -164,8 +164,9 @@ def train_classifier(model: SequenceClassifier, task: Task, data: TaskData, cfg:
                      collate([data.train[i] for i in idx], pad_id).items()}
             for group, peak in zip(opt.param_groups, peaks):
                 group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
-            loss = task_loss(task, net(**batch), labels[idx].to(device),
-                             reduction=cfg.loss_reduction)
+            with autocast(device, cfg.precision):
+                logits = net(**batch)
+            loss = task_loss(task, logits, labels[idx].to(device), reduction=cfg.loss_reduction)
             losses.append(optimizer_step(model, opt, loss, cfg, len(idx)))
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}", refresh=False)
             if on_epoch is not None and (step + 1) % per_epoch == 0:
@@ -182,7 +183,7 @@ def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: Finetun
                            (data.choice, data.choice_owner, data.choice_labels))
     encoded = Encoded(rows, owner, len(labels), 0, cfg.max_seq_len)
     outputs, _ = predict_texts(model, task, encoded, pad_id=pad_id,
-                               batch_size=cfg.eval_batch_size)
+                               batch_size=cfg.eval_batch_size, precision=cfg.precision)
     return metrics.compute_metrics(task, outputs, np.asarray(labels))
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from ..progress import counted, progress_bar
+from ..training.device import autocast
 from .classifier import collate
 from .task import Example, Task
 
@@ -115,10 +116,12 @@ def pool(logits: np.ndarray, owner: list[int] | None, texts: int) -> np.ndarray:
 
 @torch.no_grad()
 def predict_texts(model, task: Task, enc: Encoded, *, pad_id: int, batch_size: int = 128,
-                  progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                  progress: bool = False, precision: str = "fp32"
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(outputs, logits)`` per text: class ids, or regression outputs on the labels' scale
     (STS-B: 0-5), and the pooled logits. Rows are batched by length: little padding.
-    ``progress``: a bar, when there are enough rows to wait for (8 batches or more)."""
+    ``progress``: a bar, when there are enough rows to wait for (8 batches or more).
+    ``precision``: fp32, or bf16 autocast (the logits are read back in fp32)."""
     model.eval()
     device = next(model.parameters()).device
     order = sorted(range(len(enc.rows)), key=lambda i: len(enc.rows[i][0]))
@@ -130,7 +133,8 @@ def predict_texts(model, task: Task, enc: Encoded, *, pad_id: int, batch_size: i
             idx = order[start:start + batch_size]
             batch = {k: v.to(device)
                      for k, v in collate([enc.rows[i] for i in idx], pad_id).items()}
-            logits[idx] = model(**batch).float().cpu()
+            with autocast(device, precision):
+                logits[idx] = model(**batch).float().cpu()
     pooled = torch.from_numpy(pool(logits.numpy(), enc.owner, enc.texts))  # (t, c)
     outputs = (pooled.squeeze(-1) * task.label_scale + task.label_shift if task.is_regression
                else pooled.argmax(-1))

@@ -32,7 +32,7 @@ from ..model.electra import Electra
 from ..objectives.compute import DISCRIMINATIVE, compute, load_model
 from ..progress import counted, progress_bar
 from .checkpoints import load_checkpoint
-from .device import autocast, device_named
+from .device import autocast, check_precision, device_named
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,8 @@ def evaluate_mlm(model: Electra, batches: Iterable[dict[str, torch.Tensor]], *, 
 def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
              max_examples: int | None = None, batch_size: int | None = None,
              seed: int | None = None, device: str = "auto", progress: bool = False,
-             split: str = "heldout", max_seq_len: int | None = None) -> dict[str, Any]:
+             split: str = "heldout", max_seq_len: int | None = None,
+             precision: str = "fp32") -> dict[str, Any]:
     """Held-out metrics of a checkpoint (``minielectra evaluate``), as a JSON-ready dict.
 
     Data settings, batch size and seed come from the checkpoint's ``run_config.json`` when it
@@ -168,7 +169,8 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
     corpus that lives only in an absent data dir is replaced by ``pydocs``, with a warning.
     ``max_seq_len`` builds the examples at another length than the run's last one (a run
     pre-trained at two lengths is worth scoring at both). ``progress``: bars for building the
-    examples and for scoring them (``minielectra evaluate`` shows them).
+    examples and for scoring them (``minielectra evaluate`` shows them). ``precision``: fp32, or
+    bf16 autocast where the machine has it (:func:`.device.check_precision`).
     """
     if split not in ("heldout", "train", "all"):
         raise ValueError(f"split must be heldout, train or all, got {split!r}")
@@ -176,6 +178,9 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
                         ("max_seq_len", max_seq_len)):
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
+    dev = device_named(device)
+    check_precision(dev, precision)  # before a checkpoint or a corpus is read
+
     def read(path: Path):
         model = load_model(path)
         return model, run_config_for(path, model), (path / RUN_CONFIG).is_file()
@@ -192,14 +197,13 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
         cfg.data.max_seq_len = max_seq_len
     batch_size = batch_size or cfg.train.batch_size
     seed = cfg.train.seed if seed is None else seed
-    dev = device_named(device)
     spec, dataset = examples_for(cfg, model.tokenizer, corpus, split, progress)
     model.to(dev)
     batches = heldout_batches(dataset, batch_size=batch_size, max_examples=max_examples,
                               device=dev, progress=progress)
-    result = evaluate_model(model, batches, seed=seed)
+    result = evaluate_model(model, batches, seed=seed, precision=precision)
     return {"checkpoint": str(path), "corpus": spec, "split": split, "seed": seed,
-            "max_seq_len": cfg.data.max_seq_len, **result}
+            "max_seq_len": cfg.data.max_seq_len, "precision": precision, **result}
 
 
 def run_config_for(path: Path, model) -> RunConfig:

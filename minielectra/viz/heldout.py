@@ -47,7 +47,8 @@ def heldout_scores(ckpt: Checkpoint, *, max_examples: int | None = 512,
         raise ValueError(f"checkpoint {ckpt.name}: the held-out split is empty")
     batches = heldout_batches(dataset, batch_size=cfg.train.batch_size,
                               max_examples=max_examples, progress=progress, desc="held-out")
-    r = evaluate_model(ckpt.model, batches, seed=seed, keep_tokens=True)
+    r = evaluate_model(ckpt.model, batches, seed=seed, keep_tokens=True,
+                       precision=ckpt.precision)
     p = torch.sigmoid(torch.from_numpy(r["token_logits"]).float()).numpy()
     return {"p_replaced": p, "replaced": r["token_replaced"], "text": r["token_text"],
             "auc": roc_auc(p, r["token_replaced"]), "examples": r["examples"], "seed": seed}

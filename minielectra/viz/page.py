@@ -58,16 +58,17 @@ def summary(records: list[dict]) -> dict[str, int]:
 
 def viz_text(checkpoint: str | Path = "bundled", text: str = "", *,
              replace: dict[int, str] | None = None, seed: int = 0, top_k: int = 5,
-             words: bool = False, out: str | Path | None = None, as_json: bool = False):
+             words: bool = False, out: str | Path | None = None, as_json: bool = False,
+             precision: str = "fp32"):
     """The token strip of ``text`` as a page at ``out`` (returns a summary), or with
-    ``as_json=True`` the records themselves."""
+    ``as_json=True`` the records themselves; scored in ``precision`` (fp32, or bf16)."""
     if not text.strip():
         raise ValueError("the text is empty: give a sentence to score (--text)")
     if out is None and not as_json:
         raise ValueError("give --out FILE.html (a page) or --json (the records)")
     if top_k < 0:
         raise ValueError(f"--top-k (top_k) must be 0 or more, got {top_k}")
-    ckpt = load_checkpoint(checkpoint)
+    ckpt = load_checkpoint(checkpoint, precision=precision)
     records = score_text(ckpt, text, replace=replace, seed=seed, top_k=top_k)
     if as_json:
         return records
@@ -82,11 +83,12 @@ def viz_text(checkpoint: str | Path = "bundled", text: str = "", *,
 
 def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
             replace: dict[int, str] | None = None, seed: int = 0, words: bool = False,
-            heldout_examples: int | None = None, progress: bool = False) -> dict:
+            heldout_examples: int | None = None, progress: bool = False,
+            precision: str = "fp32") -> dict:
     """A run's page: training report, checkpoint slider (on ``text`` or the first held-out
     example), and the last checkpoint's held-out calibration and precision-recall: on all its
     held-out examples, as ``minielectra evaluate`` scores them, or ``heldout_examples`` (0: off).
-    ``progress``: a bar while they are scored."""
+    ``progress``: a bar while they are scored. ``precision``: fp32, or bf16 autocast."""
     if text is not None and not text.strip():
         raise ValueError("the text is empty: give a sentence to score (--text), or leave it out")
     if heldout_examples is not None and heldout_examples < 0:
@@ -98,7 +100,7 @@ def viz_run(run_dir: str | Path, *, out: str | Path, text: str | None = None,
     found = list_checkpoints(run_dir)
     result = {"out": str(out), "records": len(metrics), "checkpoints": [s for s, _ in found]}
     if found:
-        last = load_checkpoint(found[-1][1])
+        last = load_checkpoint(found[-1][1], precision=precision)
         dataset = heldout_dataset(last) if text is None or heldout_examples != 0 else None
         text = text if text is not None else heldout_text(last, dataset=dataset)
         result["text"] = text

@@ -28,6 +28,7 @@ from ..model.hubmodels import owner_hint
 from ..model.storage import resolve_bundled
 from ..objectives.compute import DISCRIMINATIVE, load_model
 from ..training import checkpoints
+from ..training.device import autocast, check_precision
 from ..training.evaluate import run_config_for
 
 
@@ -40,15 +41,22 @@ class Checkpoint:
     path: Path
     window: int  # tokens per sequence, [CLS] and [SEP] included: the run's data.max_seq_len
     name: str  # as the user gave it: "bundled", a directory
+    precision: str = "fp32"  # fp32, or bf16 autocast (training.device.check_precision)
+
+    def autocast(self):
+        """The number format this checkpoint scores in (:func:`training.device.autocast`)."""
+        return autocast(next(self.model.parameters()).device, self.precision)
 
     @property
     def tokenizer(self) -> WordPieceTokenizer:
         return self.model.tokenizer
 
 
-def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
+def load_checkpoint(spec: str | Path = "bundled", *, precision: str = "fp32") -> Checkpoint:
     """``"bundled"``, a checkpoint directory (minielectra or transformers), or a run directory
-    (its latest checkpoint), loaded for scoring."""
+    (its latest checkpoint), loaded for scoring in ``precision`` (fp32, or bf16 where the
+    machine has it)."""
+    check_precision(torch.device("cpu"), precision)
     if not resolve_bundled(spec).is_dir():
         raise FileNotFoundError(f"checkpoint {spec}: no such directory{owner_hint(spec)}")
     model, path = checkpoints.load_checkpoint(spec, load_model)  # a run still pruning: its newest
@@ -59,7 +67,7 @@ def load_checkpoint(spec: str | Path = "bundled") -> Checkpoint:
     if model.tokenizer is None:
         raise FileNotFoundError(f"checkpoint {spec}: no vocab.txt to tokenize text with")
     window = run_config_for(path, model).data.max_seq_len  # as `evaluate` reads it
-    return Checkpoint(model, path, window, str(spec))
+    return Checkpoint(model, path, window, str(spec), precision)
 
 
 # ------------------------------------------------------------------------- 2. text -> windows
@@ -209,24 +217,27 @@ def corrupt_text(ckpt: Checkpoint, text: str, *, replace: dict[int, str] | None 
     enc = encode_texts(ckpt.tokenizer, [text], window=ckpt.window)
     if replace:
         return enc, hand_corruption(ckpt.tokenizer, enc, replace)
-    return enc, sample_corruption(ckpt.model, enc, seed=seed)
+    with ckpt.autocast():
+        return enc, sample_corruption(ckpt.model, enc, seed=seed)
 
 
 def score_text(ckpt: Checkpoint, text: str, *, replace: dict[int, str] | None = None,
                seed: int = 0, top_k: int = 5) -> list[dict]:
     """The records of one text, corrupted by hand (``replace``) or sampled with ``seed``."""
     enc, corruption = corrupt_text(ckpt, text, replace=replace, seed=seed)
-    return records(ckpt.tokenizer, enc, corruption, score(ckpt.model, enc, corruption,
-                                                          top_k=top_k))[0]
+    with ckpt.autocast():
+        scores = score(ckpt.model, enc, corruption, top_k=top_k)
+    return records(ckpt.tokenizer, enc, corruption, scores)[0]
 
 
 def score_texts(ckpt: Checkpoint, texts: list[str], *, seed: int = 0,
                 top_k: int = 5) -> list[list[dict]]:
     """Several texts sampled in one batch (one ``model(...)`` call): a list of records each."""
     enc = encode_texts(ckpt.tokenizer, texts, window=ckpt.window)
-    corruption = sample_corruption(ckpt.model, enc, seed=seed)
-    return records(ckpt.tokenizer, enc, corruption, score(ckpt.model, enc, corruption,
-                                                          top_k=top_k))
+    with ckpt.autocast():
+        corruption = sample_corruption(ckpt.model, enc, seed=seed)
+        scores = score(ckpt.model, enc, corruption, top_k=top_k)
+    return records(ckpt.tokenizer, enc, corruption, scores)
 
 
 def parse_replacements(items: list[str], *, name: str = "--replace") -> dict[int, str]:

@@ -36,10 +36,12 @@ def score_checkpoints(checkpoints: list[tuple[int, Path]], text: str, *,
     enc, corruption = corrupt_text(last, text, replace=replace, seed=seed)
     frames = []
     for step, path in checkpoints:
-        ckpt = last if path == checkpoints[-1][1] else load_checkpoint(path)
+        ckpt = last if path == checkpoints[-1][1] else load_checkpoint(
+            path, precision=last.precision)
         if ckpt.tokenizer.tokens != last.tokenizer.tokens:
             raise ValueError(f"{path} has another vocabulary than {checkpoints[-1][1]}")
-        scores = score(ckpt.model, enc, corruption, top_k=top_k)
+        with ckpt.autocast():
+            scores = score(ckpt.model, enc, corruption, top_k=top_k)
         frames.append((step, records(ckpt.tokenizer, enc, corruption, scores)[0]))
     return frames
 

@@ -39,6 +39,13 @@ class Context:
     def cuda(self) -> bool:
         return self.device.type == "cuda"
 
+    @property
+    def bf16(self) -> str:
+        """The mixed precision the stages check: bf16 on the GPU, and in the dry run on a CPU that
+        has native bfloat16 (the same autocast code path); fp32 on any other CPU."""
+        from minielectra.training.device import cpu_bf16_missing
+        return "bf16" if self.cuda or cpu_bf16_missing() is None else "fp32"
+
     def env(self, **extra: str) -> dict[str, str]:
         """The environment of a subprocess: this repository's code, the packed data, a cache
         inside the work folder, unbuffered output (a killed call still shows its last lines)."""

@@ -83,7 +83,7 @@ def run(ctx: Context) -> dict:
     from minielectra.model.electra import Electra
     run_cfg = small_run(ctx, "train.compile=true")
     t = run_cfg.train
-    t.precision = "bf16" if ctx.cuda else "fp32"
+    t.precision = ctx.bf16
     steps, batch = (4, 4) if ctx.dry else (50, 128)
     stream = batches(run_cfg, ctx.device, batch=batch, vary_padding=True)
     torch.manual_seed(0)

@@ -52,7 +52,8 @@ def environment(ctx: Context) -> dict:
 def peak(ctx: Context) -> dict:
     if ctx.cuda:
         return matmul_peak(ctx.device, torch.bfloat16, n=8192, repeats=10)
-    return matmul_peak(ctx.device, torch.float32, n=256, repeats=3)
+    dtype = torch.bfloat16 if ctx.bf16 == "bf16" else torch.float32
+    return matmul_peak(ctx.device, dtype, n=256, repeats=3)
 
 
 def train_curve(base, run, data, precision: str) -> tuple[list[float], torch.Tensor]:
@@ -86,7 +87,7 @@ def parity(ctx: Context) -> dict:
     data = list(itertools.islice(batches(run, ctx.device, batch=4 if ctx.dry else 128,
                                          vary_padding=True), steps))
     fp32, g32 = train_curve(base, run, data, "fp32")
-    bf16, g16 = train_curve(base, run, data, "bf16")
+    bf16, g16 = train_curve(base, run, data, ctx.bf16)
     rel = [abs(a - b) / abs(a) for a, b in zip(fp32, bf16)]
     cosine = float(torch.nn.functional.cosine_similarity(g32, g16, dim=0))
     return {"steps": steps, "loss_fp32": fp32, "loss_bf16": bf16,

@@ -21,9 +21,9 @@ BATCH = 128
 TARGET_STEPS_PER_S, TARGET_RATIO = 150.0, 2.0
 
 
-def toy_args() -> list[str]:
+def toy_args(precision: str = "fp32") -> list[str]:
     """The dry run: the same measurement, toy-sized and eager, on the CPU."""
-    return ["--device", "cpu", "--batch", "2", "--seq-len", "32", "--precision", "fp32",
+    return ["--device", "cpu", "--batch", "2", "--seq-len", "32", "--precision", precision,
             "--no-compile", "--steps", "1", "--rounds", "1",
             *[x for o in TOY_SMALL if not o.startswith("data.") for x in ("--set", o)]]
 
@@ -35,7 +35,7 @@ def peak_tflops(ctx: Context) -> float | None:
 
 def run(ctx: Context) -> dict:
     peak = peak_tflops(ctx)
-    argv = toy_args() if ctx.dry else [
+    argv = toy_args(ctx.bf16) if ctx.dry else [
         "--device", "cuda", "--batch", str(BATCH), "--seq-len", "128", "--steps", "50",
         "--rounds", "5", *(["--peak-tflops", str(peak)] if peak else [])]
     r = measure(parse(argv), " ".join(argv))

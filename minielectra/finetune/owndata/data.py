@@ -71,14 +71,18 @@ def read_rows(path: str | Path) -> list[Row]:
     return rows
 
 
+def table_reader(text: str, *, delimiter: str, quoting: int):
+    """``csv.reader`` over ``text`` without a cap on a field's length: a long text is still a
+    text (the model reads its first max_seq_len tokens), where the csv module's default refuses
+    fields over 131,072 characters."""
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    return csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting)
+
+
 def _table_rows(path: Path, text: str, kind: str) -> list[Row]:
     # TSV is read as GLUE's files are (no quoting: a quote is text); CSV with its usual quoting.
     quoting = csv.QUOTE_NONE if kind == ".tsv" else csv.QUOTE_MINIMAL
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if kind == ".tsv" else ",",
-                        quoting=quoting)
-    # A long text is still a text (the model reads its first max_seq_len tokens): no cap on a
-    # field's length (the csv module's default refuses fields over 131,072 characters).
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    reader = table_reader(text, delimiter="\t" if kind == ".tsv" else ",", quoting=quoting)
     try:
         return _parse_table(path, reader)
     except csv.Error as e:

@@ -10,12 +10,11 @@
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 from typing import Sequence
 
 from ..task import read_text
-from .data import Row, file_kind, read_rows
+from .data import Row, file_kind, read_rows, table_reader
 
 Pair = tuple[str, "str | None"]
 TABLES = (".csv", ".tsv", ".jsonl")
@@ -30,8 +29,11 @@ def read_lines(path: str | Path) -> list[Pair]:
 
 def parse_lines(text: str, path: str | Path = "<stdin>") -> list[Pair]:
     """:func:`read_lines` of text already read (standard input); ``path`` names it in errors."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
-    rows = [(reader.line_num, r) for r in reader if any(r)]
+    reader = table_reader(text, delimiter="\t", quoting=csv.QUOTE_NONE)
+    try:
+        rows = [(reader.line_num, r) for r in reader if any(r)]
+    except csv.Error as e:  # e.g. a NUL byte
+        raise ValueError(f"{path}: line {reader.line_num + 1}: not text lines ({e})") from None
     bad = [line for line, r in rows if len(r) > 2]
     if bad:
         raise ValueError(f"{path}: line(s) {bad[:5]} have more than two tab-separated fields")

@@ -80,8 +80,8 @@ class SpanQA(nn.Module):
 def span_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, starts: torch.Tensor,
               ends: torch.Tensor, *, reduction: str = "sum") -> torch.Tensor:
     """``(CE(start) + CE(end)) / 2`` per window, summed (official) or averaged over the batch."""
-    losses = (F.cross_entropy(start_logits, starts, reduction="none")
-              + F.cross_entropy(end_logits, ends, reduction="none")) / 2  # (b,)
+    losses = (F.cross_entropy(start_logits.float(), starts, reduction="none")
+              + F.cross_entropy(end_logits.float(), ends, reduction="none")) / 2  # (b,)
     return losses.sum() if reduction == "sum" else losses.mean()
 
 

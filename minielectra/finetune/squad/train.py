@@ -23,7 +23,7 @@ import torch
 from ...overrides import apply_overrides, override_keys
 from ...safeio import write_file
 from . import data as squad_data, eval as squad_eval
-from ...training.device import device_named
+from ...training.device import autocast, device_named
 from ..classifier import FinetuneConfig, lr_factor, make_optimizer, optimizer_step
 from ..classifier import collate as collate_rows
 from ..train import batch_order, get_tokenizer, open_checkpoint
@@ -60,7 +60,9 @@ def train_span_qa(model: SpanQA, windows: list[Window], cfg: FinetuneConfig, *, 
         batch = {k: v.to(device) for k, v in collate([windows[i] for i in idx], pad_id).items()}
         for group, peak in zip(opt.param_groups, peaks):
             group["lr"] = peak * lr_factor(step, total, warmup, cfg.schedule)
-        start, end = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        with autocast(device, cfg.precision):
+            start, end = model(batch["input_ids"], batch["attention_mask"],
+                               batch["token_type_ids"])
         loss = span_loss(start, end, batch["starts"], batch["ends"], reduction=cfg.loss_reduction)
         losses.append(optimizer_step(model, opt, loss, cfg, len(idx)))
         if progress and (step % 50 == 0 or step == total - 1):
@@ -71,8 +73,10 @@ def train_span_qa(model: SpanQA, windows: list[Window], cfg: FinetuneConfig, *, 
 
 @torch.no_grad()
 def window_logits(model: SpanQA, windows: Sequence[Window], *, pad_id: int,
-                  batch_size: int = 128) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(start (n,), end (n,))`` logits of every window, unpadded, in input order."""
+                  batch_size: int = 128, precision: str = "fp32"
+                  ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(start (n,), end (n,))`` logits of every window, unpadded, in input order, computed in
+    ``precision`` and read back in fp32."""
     model.eval()
     device = next(model.parameters()).device
     order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids))
@@ -80,8 +84,10 @@ def window_logits(model: SpanQA, windows: Sequence[Window], *, pad_id: int,
     for first in range(0, len(order), batch_size):
         idx = order[first:first + batch_size]
         b = collate([windows[i] for i in idx], pad_id)
-        start, end = model(b["input_ids"].to(device), b["attention_mask"].to(device),
-                           b["token_type_ids"].to(device))
+        with autocast(device, precision):
+            start, end = model(b["input_ids"].to(device), b["attention_mask"].to(device),
+                               b["token_type_ids"].to(device))
+        start, end = start.float(), end.float()
         for row, i in enumerate(idx):
             n = len(windows[i].input_ids)
             out[i] = (start[row, :n].cpu().numpy(), end[row, :n].cpu().numpy())
@@ -95,7 +101,7 @@ def score_dev(model: SpanQA, tokenizer, dev: SquadSet, cfg: FinetuneConfig, squa
     windows = make_all_windows(tokenizer, dev.examples, max_len=max_len, stride=squad.doc_stride,
                                max_query_len=squad.max_query_len)
     logits = window_logits(model, windows, pad_id=tokenizer.pad_id,
-                           batch_size=cfg.eval_batch_size)
+                           batch_size=cfg.eval_batch_size, precision=cfg.precision)
     raw, na_probs = predict_answers(dev.examples, windows, logits, n_best=squad.n_best,
                                     max_answer_len=squad.max_answer_len, v2=dev.is_v2)
     if not dev.is_v2:
