@@ -66,8 +66,9 @@ def decide(flops_per_step: float, steps: int, measured: Measured, *, what: str,
               f"~{saved:.0f} s, against ~{measured.compile_s:.0f} s of compiling"
               if measured.saving > 0 else "a compiled step measured no faster on a CPU")
     flag = "--no-compile" if on else "--compile"
-    return Choice(on, f"{what}: torch.compile {'on' if on else 'off'} ({reason}, "
-                      f"benchmarks/results/cpu.json; {flag} to override)")
+    # the measurement lives in the repository, not in an installed package: no file named here
+    return Choice(on, f"{what}: torch.compile {'on' if on else 'off'} ({reason}, as measured; "
+                      f"{flag} to override)")
 
 
 def decide_pretrain(cfg: RunConfig) -> Choice:
