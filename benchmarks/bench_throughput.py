@@ -50,7 +50,7 @@ from peak import matmul_peak
 
 from minielectra.config import apply_overrides, preset
 from minielectra.objectives.flops import train_flops_per_step
-from minielectra.model.electra import (Electra, _metrics, gumbel_max_sample, mask_tokens,
+from minielectra.model.electra import (Electra, step_metrics, gumbel_max_sample, mask_tokens,
                                        replace_tokens)
 from minielectra.training.device import resolve_device
 from minielectra.training.optim import build_optimizer, lr_at, set_lr
@@ -98,7 +98,7 @@ class HFElectra(torch.nn.Module):
         disc_loss = (bce * am).sum() / (am.sum() + 1e-6)
         loss = self.obj.gen_weight * gen_loss + self.obj.disc_weight * disc_loss
         return SimpleNamespace(loss=loss, gen_loss=gen_loss, disc_loss=disc_loss,
-                               metrics=_metrics(picked, masked, disc_logits, is_replaced, am))
+                               metrics=step_metrics(picked, masked, disc_logits, is_replaced, am))
 
 
 def make_step(model, t, device):

@@ -45,7 +45,7 @@ import torch  # noqa: E402
 
 from minielectra.finetune.run import finetune  # noqa: E402
 from minielectra.finetune.train import open_checkpoint  # noqa: E402
-from transfer import _digest, random_twin, shape_key, weights_key  # noqa: E402
+from transfer import digest, random_twin, shape_key, weights_key  # noqa: E402
 
 # ------------------------------------------------------------------------------ what is measured
 
@@ -137,7 +137,7 @@ def overrides_of(job: Job) -> list[str]:
 
 
 def job_key(job: Job, identity: dict) -> str:
-    return _digest({"identity": identity, "task": job.task, "size": job.size, "seed": job.seed,
+    return digest({"identity": identity, "task": job.task, "size": job.size, "seed": job.seed,
                     "overrides": sorted(overrides_of(job)), "protocol": 1})
 
 

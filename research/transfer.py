@@ -33,7 +33,8 @@ from typing import Any, Sequence
 import torch
 
 from minielectra.config import preset as preset_config
-from minielectra.experiments.runs import RunSpec, _read, _write, arm_config, pretrain_run, slug
+from minielectra.experiments.runs import (RunSpec, arm_config, pretrain_run, read_record, slug,
+                                          write_record)
 from minielectra.finetune.run import finetune
 from minielectra.finetune.train import open_checkpoint
 from minielectra.model.electra import Electra
@@ -102,7 +103,7 @@ def random_twin(model: Electra, seed: int = 0) -> Electra:
     return twin
 
 
-def _digest(data: Any) -> str:
+def digest(data: Any) -> str:
     return hashlib.sha1(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -131,10 +132,10 @@ def finetune_run(model: Electra, *, arm: str, identity: dict, task: str, size: i
     overrides = list(overrides) + (["finetune.from_scratch=true"] if arm == "random" else [])
     if arm == "random":  # re-initialising layers of a random encoder is a no-op (fewsample)
         overrides = [o for o in overrides if not o.startswith("finetune.reinit_layers=")]
-    key = _digest({"identity": identity, "task": task, "size": size, "seed": seed,
+    key = digest({"identity": identity, "task": task, "size": size, "seed": seed,
                    "overrides": sorted(overrides)})
     path = cache / f"{key}.json"
-    done = _read(path)
+    done = read_record(path)
     if done is not None or not run:
         return done
     start = time.perf_counter()
@@ -145,7 +146,7 @@ def finetune_run(model: Electra, *, arm: str, identity: dict, task: str, size: i
               "score": r["score"], "final_train_loss": run["final_train_loss"],
               "steps": run["steps"], "seconds": round(time.perf_counter() - start, 1)}
     cache.mkdir(parents=True, exist_ok=True)
-    _write(path, result)
+    write_record(path, result)
     return result
 
 
@@ -162,13 +163,13 @@ def checkpoint_facts(checkpoint: str, out: Path, key: str) -> dict:
     (:func:`checkpoint_minutes`) of a given checkpoint, cached under its :func:`weights_key`."""
     from minielectra.training.evaluate import evaluate
     path = out / f"checkpoint-{slug(str(checkpoint))}-{key}.json"
-    done = _read(path)
+    done = read_record(path)
     if done is not None:
         return done
     heldout = evaluate(checkpoint, max_examples=512)
     facts = {"disc_auc": heldout.get("disc_auc"), "minutes": checkpoint_minutes(checkpoint)}
     out.mkdir(parents=True, exist_ok=True)
-    _write(path, facts)
+    write_record(path, facts)
     return facts
 
 
@@ -186,7 +187,7 @@ def pretrained_row(row: Row, *, checkpoint: str, preset: str, steps: int,
                      seed=0, out_dir=Path("x"))
     spec = RunSpec(row.label, 0, 1.0, cfg)
     cfg.train.out_dir = str(out.parent / "runs" / spec.name)
-    if not run and _read(Path(cfg.train.out_dir) / "pretrain.json") is None:
+    if not run and read_record(Path(cfg.train.out_dir) / "pretrain.json") is None:
         return None
     done = pretrain_run(spec, progress=progress)
     model = Electra.from_pretrained(done["checkpoint"])

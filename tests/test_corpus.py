@@ -165,7 +165,7 @@ def test_data_dir_answers_names_before_the_hub(tmp_path, monkeypatch, caplog):
     write(tmp_path / "data" / "pretrain-en" / "x.txt.gz", OFFICIAL)
     write(tmp_path / "data" / "wikitext-2-raw" / "wiki.valid.raw.gz", " = T = \n text . \n")
     monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr(data_hub, "_hub_corpus", lambda *a, **k: pytest.fail("hub used"))
+    monkeypatch.setattr(data_hub, "hub_corpus", lambda *a, **k: pytest.fail("hub used"))
     with caplog.at_level(logging.INFO, logger="minielectra"):
         assert list(open_corpus("pretrain-en").documents()) == DOCS
         assert list(open_corpus("wikitext-2").documents()) == [["T", "text ."]]

@@ -119,6 +119,24 @@ def test_the_package_never_imports_the_lab():
     assert not wrong, wrong
 
 
+def private_imports(*folders: str) -> list[str]:
+    """``from M import _name``: a module reaching into another's private names."""
+    found = []
+    for folder in folders:
+        for f in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(f.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                    found += [f"{f.relative_to(ROOT)}:{node.lineno} {a.name}" for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_another_modules_private_name():
+    """What one module uses of another is public (no leading underscore), so a reader sees
+    which names a module offers; the lab keeps to the package's public names too."""
+    assert private_imports("minielectra", "research") == []
+
+
 def test_subpackage_inits_hold_no_code():
     """A layer's ``__init__`` is its docstring only: code there would run on every import of
     any module of the layer, and re-exports there would hide where a name lives."""

@@ -204,14 +204,14 @@ def test_an_interrupted_glue_save_models_leaves_the_folder_it_had(glue_data, tmp
     summary = json.loads((out / "glue.json").read_text())
     assert sorted(summary["tasks"]) == ["rte", "sst2"]  # the summary describes what is there
     assert all((out / t / "model.safetensors").is_file() for t in summary["tasks"])
-    real, calls = suite._finetune, []
+    real, calls = suite.finetune_loaded, []
 
     def ctrl_c_in_the_second_task(*a, **k):
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(*a, **k)
-    monkeypatch.setattr(suite, "_finetune", ctrl_c_in_the_second_task)
+    monkeypatch.setattr(suite, "finetune_loaded", ctrl_c_in_the_second_task)
     code, _, err = run_cli(capsys, *argv, "--seed", "1")  # another seed: other models
     assert code == 130 and f"nothing saved, {out} is as it was" in err
     assert sums(out) == before and not list(tmp_path.glob(".glue.*"))

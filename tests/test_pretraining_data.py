@@ -376,7 +376,7 @@ def test_parallel_build_reads_a_stream_only_a_few_chunks_ahead(synthetic):
             if read[0] > 200:  # fail, instead of hanging, if the pool swallows the stream
                 raise AssertionError("the stream was read without bound")
             yield [["d0 p0 p1 p2 p3"] * 50]
-    results = data_dataset._map_chunks(chunks(), synthetic[1], data_examples.BuildSettings(max_seq_len=32), workers=2)
+    results = data_dataset.map_chunks(chunks(), synthetic[1], data_examples.BuildSettings(max_seq_len=32), workers=2)
     try:
         for k in range(1, 16):
             arrays, _, _ = next(results)

@@ -26,8 +26,8 @@ import sys
 from pathlib import Path
 
 from . import pydocs
-from .documents import _WIKITEXT_FILE, Corpus, ReadStats, _concat, _file_documents
-from .hub import HUB_CORPORA, _hub_corpus, parse_hub_spec
+from .documents import WIKITEXT_FILE, Corpus, ReadStats, concat_corpora, file_documents
+from .hub import HUB_CORPORA, hub_corpus, parse_hub_spec
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def _resolve_paths(spec: str) -> list[Path]:
         return [path]
     if path.is_dir():
         paths = sorted(p for p in path.rglob("*") if p.is_file() and
-                       (p.name.endswith((".txt", ".txt.gz")) or _WIKITEXT_FILE.search(p.name)))
+                       (p.name.endswith((".txt", ".txt.gz")) or WIKITEXT_FILE.search(p.name)))
         if not paths:
             raise FileNotFoundError(f"corpus {spec!r}: directory {path} has no .txt or .txt.gz files")
         return paths
@@ -72,7 +72,7 @@ def _files_corpus(name: str, paths: list[Path], stats: ReadStats) -> Corpus:
     # size + mtime stand in for the content: an edited file gets a new fingerprint (new caches).
     ident = [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in paths]
     fingerprint = "files:" + hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
-    return Corpus(name, lambda: _file_documents(paths, stats), fingerprint=fingerprint, stats=stats)
+    return Corpus(name, lambda: file_documents(paths, stats), fingerprint=fingerprint, stats=stats)
 
 
 def _data_dir_files(name: str, data_dir: Path | None) -> list[Path] | None:
@@ -87,10 +87,10 @@ def _data_dir_files(name: str, data_dir: Path | None) -> list[Path] | None:
                 continue
             # WikiText by name means its train split, as on the hub; valid/test are the
             # language-model benchmark's text. shared/data has only those two, so they stand in.
-            train = [p for p in paths if _WIKITEXT_FILE.search(p.name) and ".train." in p.name]
+            train = [p for p in paths if WIKITEXT_FILE.search(p.name) and ".train." in p.name]
             if train:
                 return train
-            if any(_WIKITEXT_FILE.search(p.name) for p in paths):
+            if any(WIKITEXT_FILE.search(p.name) for p in paths):
                 log.info("corpus %s: %s has no wiki.train.raw; using the files it has", name, folder)
             return paths
     return None
@@ -112,7 +112,7 @@ def _pydocs_corpus(cache_dir: Path, stats: ReadStats) -> Corpus:
             raise RuntimeError(f"corpus pydocs: collecting docstrings failed:\n{done.stderr[-2000:]}")
         os.replace(tmp, path)
         log.info("corpus pydocs: collected the standard library's docstrings into %s", path)
-    return Corpus("pydocs", lambda: _file_documents([path], stats),
+    return Corpus("pydocs", lambda: file_documents([path], stats),
                   fingerprint=f"pydocs:{build}", stats=stats)
 
 
@@ -134,7 +134,7 @@ def open_corpus(spec: str, *, data_dir=None, cache_dir=None) -> Corpus:
     data_dir = find_data_dir(data_dir)
     parts = [_open_one(s.strip(), data_dir, default_cache_dir(cache_dir), stats)
              for s in _split_spec(spec)]
-    return parts[0] if len(parts) == 1 else _concat(parts, stats)
+    return parts[0] if len(parts) == 1 else concat_corpora(parts, stats)
 
 
 def _split_spec(spec: str) -> list[str]:
@@ -162,9 +162,9 @@ def _open_one(spec: str, data_dir: Path | None, cache_dir: Path, stats: ReadStat
                 "corpus: --corpus pydocs, built in, or --corpus FILE)")
         log.info("corpus %s: not in %s; will load it from the Hugging Face hub", spec,
                  f"data dir {data_dir}" if data_dir else "a data dir (none is set)")
-        return _hub_corpus(spec, HUB_CORPORA[spec])
+        return hub_corpus(spec, HUB_CORPORA[spec])
     if spec.startswith("hf:"):
-        return _hub_corpus(spec, parse_hub_spec(spec))
+        return hub_corpus(spec, parse_hub_spec(spec))
     paths = _resolve_paths(spec)
     log.info("corpus %s: %d file(s)", spec, len(paths))
     return _files_corpus(spec, paths, stats)

@@ -33,7 +33,7 @@ from ..safeio import remove_stale_builds
 from .corpus import default_cache_dir, open_corpus
 from .documents import Corpus
 from ..progress import progress_bar
-from .examples import BuildSettings, _id_dtype, build_chunk
+from .examples import BuildSettings, id_dtype, build_chunk
 from .files import first_damaged, sha256_sums
 from .tokenizer import WordPieceTokenizer
 
@@ -60,7 +60,7 @@ def _build_chunk_in_worker(job):
     return build_chunk(job[0], job[1], *_WORKER)
 
 
-def _chunks(documents, chunk_chars: int) -> Iterator[list[list[str]]]:
+def text_chunks(documents, chunk_chars: int) -> Iterator[list[list[str]]]:
     chunk, size = [], 0
     for doc in documents:
         chunk.append(doc)
@@ -88,7 +88,7 @@ def _start_pool(workers: int, tokenizer: WordPieceTokenizer, settings: BuildSett
             os.environ["TOKENIZERS_PARALLELISM"] = saved
 
 
-def _map_chunks(chunks, tokenizer, settings, workers: int, start: int = 0):
+def map_chunks(chunks, tokenizer, settings, workers: int, start: int = 0):
     """``build_chunk`` over the chunks, results in order. With several workers a process pool
     gets at most two chunks per worker at a time, so a streamed corpus is never held whole.
     ``start`` is the index of the first chunk (a resumed ``prepare`` skips finished ones)."""
@@ -277,10 +277,10 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
             documents += 1
             yield doc
 
-    chunks = _chunks(counted(corpus.documents()), CHUNK_CHARS)
+    chunks = text_chunks(counted(corpus.documents()), CHUNK_CHARS)
     with progress_bar(desc=f"examples {corpus.name}", unit="char", unit_scale=True,
               disable=not progress) as bar:
-        c = write_arrays(directory, _map_chunks(chunks, tokenizer, settings, workers),
+        c = write_arrays(directory, map_chunks(chunks, tokenizer, settings, workers),
                          vocab_size=tokenizer.vocab_size, max_seq_len=n, on_chunk=bar.update)
     if c["num_examples"] == 0:
         raise ValueError(_empty_message(corpus, documents, key["held_out_fraction"]))
@@ -303,7 +303,7 @@ def write_arrays(directory: Path, results, *, vocab_size: int, max_seq_len: int,
     """Append built chunks (``build_chunk``'s results) to ``directory``'s three ``.npy`` files;
     returns their counts (``kept_text_tokens``: the text's tokens that made it into an example)."""
     n = max_seq_len
-    writers = [_NpyAppender(directory / "input_ids.npy", _id_dtype(vocab_size), (n,)),
+    writers = [_NpyAppender(directory / "input_ids.npy", id_dtype(vocab_size), (n,)),
                _NpyAppender(directory / "token_type_ids.npy", np.uint8, (n,)),
                _NpyAppender(directory / "lengths.npy", np.int32, ())]
     c = dict.fromkeys(("chunks", "num_chars", "text_tokens", "kept_text_tokens",

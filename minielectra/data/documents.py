@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 # The held-out part of a streamed corpus comes from this many documents at its start: ~1000
 # documents at the default 2%, plenty to evaluate on, and a stream is never read to its end.
 STREAMED_HELD_OUT_SCAN = 50_000
-_WIKITEXT_FILE = re.compile(r"wiki\.(train|valid|test)\.(raw|tokens)(\.gz)?$")
+WIKITEXT_FILE = re.compile(r"wiki\.(train|valid|test)\.(raw|tokens)(\.gz)?$")
 _WIKITEXT_TITLE = re.compile(r"^= [^=].* =$")  # " = Title = " starts an article; " = = h = = " not
 
 
@@ -114,7 +114,7 @@ def _line_blocks(f, size: int = 1 << 20) -> Iterator[bytes]:
         yield rest
 
 
-def _documents(lines: Iterable[str], *, wikitext: bool = False) -> Iterator[list[str]]:
+def split_documents(lines: Iterable[str], *, wikitext: bool = False) -> Iterator[list[str]]:
     """Official format: a blank line (or the end of the input) ends a document. WikiText: an
     article starts at a ``= Title =`` line; blank lines only separate paragraphs."""
     doc: list[str] = []
@@ -128,13 +128,13 @@ def _documents(lines: Iterable[str], *, wikitext: bool = False) -> Iterator[list
         yield doc
 
 
-def _file_documents(paths: list[Path], stats: ReadStats) -> Iterator[list[str]]:
+def file_documents(paths: list[Path], stats: ReadStats) -> Iterator[list[str]]:
     """The documents of every file; when not one file could be read, the reason is an error
     (naming the first file), not an empty corpus."""
     read = 0
     for path in paths:
-        wikitext = bool(_WIKITEXT_FILE.search(path.name))
-        for doc in _documents(_read_lines(path, stats), wikitext=wikitext):
+        wikitext = bool(WIKITEXT_FILE.search(path.name))
+        for doc in split_documents(_read_lines(path, stats), wikitext=wikitext):
             read += 1
             yield doc
     skipped = [str(p) for p in paths if str(p) in stats.skipped]
@@ -206,7 +206,7 @@ def _doc_hash(doc: list[str]) -> float:
     return int.from_bytes(digest, "big") / 2.0 ** 64
 
 
-def _concat(parts: list[Corpus], stats: ReadStats) -> Corpus:
+def concat_corpora(parts: list[Corpus], stats: ReadStats) -> Corpus:
     def documents():
         for part in parts:
             yield from part.documents()

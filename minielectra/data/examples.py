@@ -128,9 +128,9 @@ def build_chunk(index: int, documents: list[list[str]], tokenizer: WordPieceToke
         first += len(doc)
     arrays = pack_examples(examples, tokens, starts, lengths, max_len=settings.max_seq_len,
                            cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-                           dtype=_id_dtype(tokenizer.vocab_size))
+                           dtype=id_dtype(tokenizer.vocab_size))
     return arrays, sum(map(len, lines)), len(tokens)
 
 
-def _id_dtype(vocab_size: int):
+def id_dtype(vocab_size: int):
     return np.uint16 if vocab_size <= 1 << 16 else np.int32  # uint16 halves the disk and I/O

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 from typing import Iterable, Iterator
 
-from .documents import Corpus, _documents
+from .documents import Corpus, split_documents
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +77,9 @@ def hub_documents(rows: Iterable[dict], name: str, *, rows_are: str = "documents
     """Documents from the rows of a ``datasets`` dataset (``rows_are``: one of ``HUB_ROWS``)."""
     texts = (_text_of(row, name, column) for row in rows)
     if rows_are == "wikitext":  # rows are the lines of the raw files
-        return _documents((t.strip() for t in texts), wikitext=True)
+        return split_documents((t.strip() for t in texts), wikitext=True)
     if rows_are == "lines":  # the official format, one row per line
-        return _documents(ln.strip() for t in texts for ln in t.strip().split("\n"))
+        return split_documents(ln.strip() for t in texts for ln in t.strip().split("\n"))
     docs = ([ln for ln in (s.strip() for s in t.split("\n")) if ln] for t in texts)
     return (d for d in docs if d)
 
@@ -171,7 +171,7 @@ def _hub_revision(name: str, hub: HubSpec) -> str:
     return builder.hash or hub.revision or "unknown"  # builder.hash: the hub commit (40 hex)
 
 
-def _hub_corpus(name: str, hub: HubSpec) -> Corpus:
+def hub_corpus(name: str, hub: HubSpec) -> Corpus:
     revision: list[str] = []  # resolved on first use; reading then pins that commit
 
     def commit() -> str:

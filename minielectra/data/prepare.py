@@ -28,7 +28,7 @@ import numpy as np
 from ..ownership import Layout, claim, refuse_overlap
 from ..safeio import FolderLock, check_out_dir, read_json, write_file
 from .corpus import open_corpus
-from .dataset import (CHUNK_CHARS, FORMAT_VERSION, PretrainingDataset, _chunks, _map_chunks,
+from .dataset import (CHUNK_CHARS, FORMAT_VERSION, PretrainingDataset, text_chunks, map_chunks,
                       write_arrays)
 from ..progress import counted, progress_bar
 from .examples import BuildSettings
@@ -111,12 +111,12 @@ def _prepare_split(corpus, tokenizer, settings: BuildSettings, root: Path, *, sp
     for stale in sorted(root.glob("shard_*"))[kept:]:  # a short or half-written shard: redo it
         shutil.rmtree(stale)
     skip = kept * chunks_per_shard
-    chunks = _chunks(corpus.documents(), CHUNK_CHARS)
+    chunks = text_chunks(corpus.documents(), CHUNK_CHARS)
     skipped_chars = sum(sum(map(len, doc)) for chunk in itertools.islice(chunks, skip)
                         for doc in chunk)
     if kept:
         log.info("prepare %s: resuming after %d finished shard(s) (%d chunks)", split, kept, skip)
-    results = _map_chunks(chunks, tokenizer, settings, workers, start=skip)
+    results = map_chunks(chunks, tokenizer, settings, workers, start=skip)
     index = kept
     with progress_bar(desc=f"prepare {split}", unit="char", unit_scale=True, initial=skipped_chars,
               disable=not progress) as bar:

@@ -94,7 +94,7 @@ def arm_config(base: RunConfig, overrides, *, steps: int, seed: int, out_dir: Pa
     return cfg.validate()
 
 
-def _read(path: Path) -> dict | None:
+def read_record(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
@@ -103,7 +103,7 @@ def _jsonable(judge: Judge) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(judge)))
 
 
-def _write(path: Path, data: dict) -> None:
+def write_record(path: Path, data: dict) -> None:
     write_file(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
@@ -116,7 +116,7 @@ class Clock:
 
     def __init__(self, path: Path, start_step: int):
         self.path, self.start_step = path, start_step
-        self.before = (_read(path) or {}).get("train_seconds", 0.0) if start_step else 0.0
+        self.before = (read_record(path) or {}).get("train_seconds", 0.0) if start_step else 0.0
         self.first: tuple[float, int] | None = None
         self.seconds = self.before
 
@@ -131,13 +131,13 @@ class Clock:
         if step > s0:
             rate = (now - t0) / (step - s0)
             self.seconds = self.before + rate * (step - self.start_step)
-            _write(self.path, {"train_seconds": self.seconds, "step": step})
+            write_record(self.path, {"train_seconds": self.seconds, "step": step})
 
 
 def pretrain_run(spec: RunSpec, *, progress: bool) -> dict[str, Any]:
     """Pre-train ``spec`` (resuming if it has a checkpoint); returns ``pretrain.json``."""
     out = Path(spec.cfg.train.out_dir)
-    done = _read(out / "pretrain.json")
+    done = read_record(out / "pretrain.json")
     if done is not None:
         return done
     claim(out, RUN_DIR, JUDGED)  # a file of the user's in the way is refused, naming it
@@ -154,7 +154,7 @@ def pretrain_run(spec: RunSpec, *, progress: bool) -> dict[str, Any]:
               "train_flops": run_flops(saved),
               "tokens": summary["step"] * saved.train.batch_size * saved.data.max_seq_len,
               "config": saved.to_dict()}
-    _write(out / "pretrain.json", result)
+    write_record(out / "pretrain.json", result)
     return result
 
 
@@ -186,7 +186,7 @@ def judge_model(model: Electra, judge: Judge, *, seed: int,
 def execute(spec: RunSpec, judge: Judge, *, progress: bool = False) -> dict[str, Any]:
     """Pre-train and judge ``spec`` unless its ``result.json`` says it is done."""
     out = Path(spec.cfg.train.out_dir)
-    done = _read(out / "result.json")
+    done = read_record(out / "result.json")
     if done is not None and done.get("judge") == _jsonable(judge):
         return done
     result = pretrain_run(spec, progress=progress)  # read back from pretrain.json when done
@@ -195,7 +195,7 @@ def execute(spec: RunSpec, judge: Judge, *, progress: bool = False) -> dict[str,
     result = {**result, **judge_model(model, judge, seed=spec.seed,
                                       pretrained_length=spec.cfg.data.max_seq_len),
               "judge": _jsonable(judge)}
-    _write(out / "result.json", result)
+    write_record(out / "result.json", result)
     return result
 
 
@@ -203,7 +203,7 @@ def random_init(reference: dict[str, Any], judge: Judge, *, seed: int, out: Path
     """The no-pre-training control: a freshly initialised model of the reference run's shape and
     tokenizer, judged the same way (cached in ``out/random-init-s<seed>.json``)."""
     path = out / f"random-init-s{seed}.json"
-    done = _read(path)
+    done = read_record(path)
     if done is not None and done.get("judge") == _jsonable(judge):
         return done
     loaded = load_model(reference["checkpoint"])
@@ -215,5 +215,5 @@ def random_init(reference: dict[str, Any], judge: Judge, *, seed: int, out: Path
               **judge_model(model, judge, seed=seed,
                             pretrained_length=reference["config"]["data"]["max_seq_len"]),
               "judge": _jsonable(judge)}
-    _write(path, result)
+    write_record(path, result)
     return result

@@ -19,7 +19,7 @@ from .output import checkpoint_path, finetune_output
 from .owndata.data import Columns, UserTask, task_from_files, task_from_hub
 from .squad.train import TASKS as SQUAD_TASKS, finetune_squad
 from .task import Task
-from .train import _finetune, check_counts, open_checkpoint
+from .train import finetune_loaded, check_counts, open_checkpoint
 
 
 # The recipe for your own data (files or a hub dataset), each setting unless --set gives it: the
@@ -99,7 +99,7 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
                   "(the best on the GLUE-style suite's average; --set finetune.epochs=N to "
                   "change it)", file=sys.stderr)
     with finetune_output(out) as folder:  # locked; replaced when all is written
-        return _finetune(pretrained, source, task, cfg, out=folder, seed=seed, seeds=seeds,
+        return finetune_loaded(pretrained, source, task, cfg, out=folder, seed=seed, seeds=seeds,
                          data_dir=data_dir, max_train_examples=max_train_examples,
                          progress=progress, save_model=save_model,
                          keep_all_models=keep_all_models, on_start=start)

@@ -271,7 +271,7 @@ def _keep_median_model(out: Path, runs: list[dict], median_seed: int, keep_all: 
             shutil.rmtree(out / f"seed-{r['seed']}")
 
 
-def _finetune(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *, out, seed,
+def finetune_loaded(pretrained, source: str | None, task: Task, cfg: FinetuneConfig, *, out, seed,
               seeds, data_dir, max_train_examples, progress, save_model,
               keep_all_models, on_start=None) -> dict[str, Any]:
     if cfg.max_seq_len > pretrained.config.max_position_embeddings:

@@ -36,7 +36,7 @@ from ..overrides import from_dict
 from . import hf
 from ..safeio import ASIDE, read_json, replace_dir, write_file
 from .hubmodels import owner_hint
-from .storage import (CONFIG, VOCAB, CheckpointError, _aliases, check_finite,
+from .storage import (CONFIG, VOCAB, CheckpointError, tied_aliases, check_finite,
                       check_state, load_tokenizer, order_safetensors_file, resolve_bundled,
                       verify_checksums, write_checksums, write_error)
 
@@ -150,7 +150,7 @@ def _load_minielectra(path: Path, config: dict, model_class: Callable[..., nn.Mo
     except SafetensorError as e:  # a checkpoint without checksums.json, cut short
         raise CheckpointError(f"{weights}: damaged or truncated, not a safetensors file ({e})"
                               ) from None
-    aliases = _aliases(model)
+    aliases = tied_aliases(model)
     duplicates = {n for rest in aliases.values() for n in rest}
     expected = {k: v.shape for k, v in model.state_dict().items() if k not in duplicates}
     check_state(expected, found, source=str(weights), aliases=aliases)

@@ -324,7 +324,8 @@ class Electra(nn.Module):
 
         return ElectraOutput(
             loss=loss, gen_loss=c.gen_loss, disc_loss=disc_loss,
-            metrics=_metrics(c.gen_logits, c.masked, disc_logits, c.is_replaced, attention_mask),
+            metrics=step_metrics(c.gen_logits, c.masked, disc_logits, c.is_replaced,
+                                 attention_mask),
             corrupted_ids=c.corrupted_ids, is_replaced=c.is_replaced, disc_logits=disc_logits,
             masked=c.masked, gen_logits=c.gen_logits, sampled_ids=c.sampled_ids)
 
@@ -365,7 +366,7 @@ class Electra(nn.Module):
 
 
 @torch.no_grad()
-def _metrics(gen_logits, masked, disc_logits, is_replaced, attention_mask) -> dict:
+def step_metrics(gen_logits, masked, disc_logits, is_replaced, attention_mask) -> dict:
     """Detached scalar tensors (no host sync here; callers call ``float()`` when they log)."""
     w = masked.weights
     real = attention_mask.bool()

@@ -64,7 +64,7 @@ def check_state(expected: Mapping[str, torch.Size], found: Mapping[str, torch.Si
                               f"{'s' if len(problems) > 1 else ''}):\n  " + "\n  ".join(problems))
 
 
-def _aliases(model: torch.nn.Module) -> dict[str, list[str]]:
+def tied_aliases(model: torch.nn.Module) -> dict[str, list[str]]:
     """The first name of each shared parameter -> its other names in ``model.state_dict()``."""
     names: dict[int, list[str]] = {}
     for name, p in model.named_parameters(remove_duplicate=False):

@@ -16,7 +16,7 @@ from ...ownership import Layout, refuse_overlap
 from ...safeio import read_json, write_file
 from ..classifier import FinetuneConfig, finetune_config
 from ..output import checkpoint_path, finetune_output
-from ..train import _finetune, check_counts, open_checkpoint
+from ..train import finetune_loaded, check_counts, open_checkpoint
 
 # glue.json, glue.md and a folder per task (its result.json, with --save-models its model)
 GLUE_OUT = Layout("glue", ("glue.json", "glue.md", *glue.TASKS),
@@ -63,7 +63,7 @@ def _run_tasks(pretrained, source, names: list[str], cfg: FinetuneConfig, *, out
     results, missing = {}, {}
     for t in names:
         try:
-            results[t] = _finetune(
+            results[t] = finetune_loaded(
                 pretrained, source, glue.get_task(t), cfg, seed=seed, seeds=seeds,
                 data_dir=data_dir, max_train_examples=max_train_examples, progress=progress,
                 save_model=save_models, keep_all_models=False,
