@@ -9,7 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minielectra import exercises as ex
+from minielectra.exercises import checks as ex
+from minielectra.exercises.judge import NotYet
+from minielectra.exercises.step import check_step
 from minielectra.model.electra import (gumbel_max_sample, mask_tokens, masked_lm_loss,
                                        replace_tokens, replaced_bce)
 from minielectra.training.optim import lr_at
@@ -21,7 +23,7 @@ def accepted(check, fn):
 
 
 def rejected(check, fn, words):
-    with pytest.raises(ex.NotYet) as e:
+    with pytest.raises(NotYet) as e:
         check(fn)
     assert words in str(e.value), str(e.value)
 
@@ -184,8 +186,8 @@ def step_ok(model, opt, batch, step, t, obj, *, zero=True, weight=True, clip=Tru
     ({"schedule": False}, "learning rate"),
 ])
 def test_training_step(kw, words):
-    accepted(ex.check_step, step_ok)
-    rejected(ex.check_step, lambda *a: step_ok(*a, **kw), words)
+    accepted(check_step, step_ok)
+    rejected(check_step, lambda *a: step_ok(*a, **kw), words)
 
 
 # ---------------------------------------------------------------- 06

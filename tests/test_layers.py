@@ -23,7 +23,7 @@ LAYERS = {"config": 0, "overrides": 0, "presets": 0, "safeio": 0, "ownership": 0
           "data": 1, "model": 2,
           "objectives": 3, "training": 4, "commands": 8,
           "distributed": 4, "finetune": 5, "experiments": 6, "viz": 7, "cli": 8, "usage": 8,
-          "lessons": 8, "__main__": 8, "__init__": 8}
+          "lessons": 8, "exercises": 8, "__main__": 8, "__init__": 8}
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:

@@ -64,6 +64,24 @@ def test_each_lesson_follows_the_template(name):
 
 
 @pytest.mark.parametrize("name", [n for n in EXPECTED if n.endswith(".ipynb")])
+def test_each_lesson_has_a_stub_the_solutions_fill(name):
+    """"Your turn": the lesson's stub raises NotImplementedError and its check cell says it is
+    not written yet; the solutions notebook defines the same function and the check accepts it."""
+    def turn(nb):
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        i = next(i for i, c in enumerate(code) if "minielectra.exercises." in "".join(c["source"]))
+        out = "".join("".join(o.get("text", [])) for o in code[i]["outputs"])
+        return "".join(code[i - 1]["source"]), out
+    stub, said = turn(json.loads((NOTEBOOKS / name).read_text()))
+    filled, accepted = turn(json.loads((NOTEBOOKS / f"solutions/{name[:2]}_solutions.ipynb")
+                                       .read_text()))
+    function = re.search(r"^def (\w+)\(", stub, re.M)[1]
+    assert "raise NotImplementedError" in stub and "is not written yet" in said, name
+    assert f"def {function}(" in filled and "NotImplementedError" not in filled, name
+    assert f"`{function}` is right" in accepted, (name, accepted)
+
+
+@pytest.mark.parametrize("name", [n for n in EXPECTED if n.endswith(".ipynb")])
 def test_each_lesson_ends_pointing_at_its_solutions(name):
     """The exercises' last line says where their solutions are: the chapter's Solutions section
     and the lesson's solutions notebook, both existing files."""

@@ -1,20 +1,8 @@
-"""The course's exercises: one check per piece a learner writes, in plain words.
-
-Each lesson ends with a stub (a function whose body is ``raise NotImplementedError``) and a
-check cell::
-
-    attention = exercises.check_attention(attention)
-
-A check runs the learner's function on small seeded inputs and compares it with the library's
-piece. It returns the function to go on with: the learner's when it is right, the library's
-while the stub is still empty (and it says so), so a lesson runs top to bottom either way. A
-wrong answer raises :class:`NotYet` with a sentence that names the likely mistake (the mistakes
-learners actually make, listed beside each check), not a tensor diff.
-"""
+"""The checks of lessons 01-04 and 06-08: each compares the learner's function with the library's
+piece on small seeded inputs (lesson 05's training step has its own module, :mod:`.step`)."""
 
 from __future__ import annotations
 
-import copy
 import math
 import random
 from typing import Callable
@@ -23,58 +11,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import ModelConfig, ObjectiveConfig, TrainConfig
-from .data.examples import ExampleBuilder
-from .model.attention import reference_attention
-from .model.electra import (Electra, gumbel_max_sample, mask_tokens, masked_lm_loss,
-                            replace_tokens, replaced_bce)
-from .objectives.flops import encoder_flops
-from .training.optim import build_optimizer, lr_at, set_lr
-from .training.ranks import seed_slice
-from .viz.heldout import calibration_bins
-
-
-class NotYet(AssertionError):
-    """The learner's piece disagrees with the library; the message says how."""
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (torch.Tensor, np.ndarray)) or isinstance(b, (torch.Tensor, np.ndarray)):
-        a, b = torch.as_tensor(np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray)
-                               else a), torch.as_tensor(np.asarray(b, dtype=np.float64)
-                                                        if isinstance(b, np.ndarray) else b)
-        if a.shape != b.shape:
-            return False
-        return bool(torch.allclose(a.double(), b.double(), rtol=1e-4, atol=1e-5,
-                                   equal_nan=True))
-    if isinstance(a, float) or isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
-    return a == b
-
-
-def _judge(name: str, fn: Callable, library: Callable, reference: Callable,
-           mistakes: dict[str, Callable], cases: Callable[[], list[tuple]],
-           generic: str) -> Callable:
-    """Run ``fn`` on every case: right -> ``fn``; an empty stub -> ``library``; wrong -> NotYet
-    naming the known mistake whose outputs it gives, else ``generic``. ``cases()`` makes
-    fresh inputs for every function it feeds (a coin is a stream, read once)."""
-    try:
-        got = [fn(*case) for case in cases()]
-    except NotImplementedError:
-        print(f"`{name}` is not written yet: fill in its stub above and run this cell again. "
-              "The lesson goes on with the library's version.")
-        return library
-    if not all(_same(out, reference(*case)) for out, case in zip(got, cases())):
-        for message, wrong in mistakes.items():  # the mistake that gives all its outputs
-            if all(_same(out, wrong(*case)) for out, case in zip(got, cases())):
-                raise NotYet(f"`{name}` is not right yet: {message}")
-        raise NotYet(f"`{name}` is not right yet: {generic}")
-    print(f"`{name}` is right: it agrees with the library on every case it was given.")
-    return fn
+from ..config import ModelConfig
+from ..data.examples import ExampleBuilder
+from ..model.attention import reference_attention
+from ..model.electra import gumbel_max_sample
+from ..objectives.flops import encoder_flops
+from ..viz.heldout import calibration_bins
+from .judge import NotYet, _judge
 
 
 # ------------------------------------------------------------- 01 pairing sentences into A and B
@@ -278,110 +221,6 @@ def check_replace(replace: Callable) -> Callable:
     print("`replace` is right: its samples follow the generator's softmax, and only changed "
           "tokens are labelled replaced.")
     return replace
-
-
-# ------------------------------------------------------------- 05 one step of ELECTRA's loop
-
-
-TINY = ModelConfig(vocab_size=40, embedding_size=16, hidden_size=16, num_layers=1, num_heads=2,
-                   intermediate_size=32, max_position_embeddings=16, generator_size=0.5,
-                   cls_token_id=1, sep_token_id=2, mask_token_id=3)
-TINY_TRAIN = TrainConfig(batch_size=4, max_steps=10, learning_rate=2e-2, warmup_steps=2,
-                         device="cpu", seed=3, grad_clip=0.5)
-
-
-def library_step(model, opt, batch, step: int, t: TrainConfig, obj: ObjectiveConfig):
-    """One update of :func:`~minielectra.training.minimal.minimal_pretrain`; returns the loss."""
-    seed_slice(t.seed, step)
-    ids, attn, types = batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]
-    masked = mask_tokens(ids, attn, model.config, obj)
-    gen_logits = model.generator.slot_logits(masked.input_ids, attn, types, masked.positions)
-    gen_loss = masked_lm_loss(gen_logits, masked)
-    sampled = gumbel_max_sample(gen_logits, temperature=obj.temperature)
-    corrupted, is_replaced = replace_tokens(ids, attn, masked, sampled)
-    disc_loss = replaced_bce(model.discriminator(corrupted, attn, types), is_replaced,
-                             attn.float())
-    loss = obj.gen_weight * gen_loss + obj.disc_weight * disc_loss
-    set_lr(opt, lr_at(step, t), t, step)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
-    opt.step()
-    return loss
-
-
-def _step_setup():
-    torch.manual_seed(0)
-    obj = ObjectiveConfig()
-    model = Electra(TINY, obj)
-    g = torch.Generator().manual_seed(0)
-    batches = []
-    for _ in range(3):
-        ids = torch.randint(4, TINY.vocab_size, (4, 12), generator=g)
-        ids[:, 0], ids[:, -1] = TINY.cls_token_id, TINY.sep_token_id
-        attn = torch.ones_like(ids)
-        attn[1, 9:] = 0  # one padded row
-        batches.append({"input_ids": ids * attn, "attention_mask": attn,
-                        "token_type_ids": torch.zeros_like(ids)})
-    return model, obj, batches
-
-
-def _run_steps(step_fn, model, obj, batches):
-    opt = build_optimizer(model, TINY_TRAIN, torch.device("cpu"))
-    out = []
-    for step, batch in enumerate(batches):
-        seed_slice(99, step)  # a step that forgets to reseed draws from this state
-        loss = step_fn(model, opt, batch, step, TINY_TRAIN, obj)
-        out.append({"loss": float(torch.as_tensor(loss).detach()), "lr": opt.param_groups[0]["lr"],
-                    "grad_norm": float(torch.nn.utils.get_total_norm(
-                        [p.grad for p in model.parameters() if p.grad is not None])),
-                    "params": [p.detach().clone() for p in model.parameters()]})
-    return out
-
-
-def check_step(electra_step: Callable) -> Callable:
-    """Lesson 05: ``electra_step(model, opt, batch, step, t, obj) -> loss``: seed the step,
-    mask, generate, sample, discriminate, the joint loss, then the update. Three steps on a
-    tiny model, side by side with the library's."""
-    model, obj, batches = _step_setup()
-    ref = _run_steps(library_step, copy.deepcopy(model), obj, batches)
-    try:
-        got = _run_steps(electra_step, model, obj, batches)
-    except NotImplementedError:
-        print("`electra_step` is not written yet: fill in its stub above and run this cell "
-              "again. The lesson goes on with the library's version.")
-        return library_step
-    bad = lambda msg: NotYet(f"`electra_step` is not right yet: {msg}")  # noqa: E731
-    for step, (r, s) in enumerate(zip(ref, got)):
-        if not math.isclose(s["loss"], r["loss"], rel_tol=1e-4):
-            if step == 0:
-                gen_only = ObjectiveConfig(disc_weight=1.0)
-                m2, _, _ = _step_setup()
-                plain = _run_steps(library_step, m2, gen_only, batches[:1])[0]["loss"]
-                if math.isclose(s["loss"], plain, rel_tol=1e-4):
-                    raise bad("the loss adds the two losses as they are; the discriminator's "
-                              "is weighted by obj.disc_weight (50).")
-                raise bad("the first step's loss differs: did you reseed with "
-                          "seed_slice(t.seed, step) first, and compute the generator's loss on "
-                          "the masked slots and the discriminator's on every real token?")
-            raise bad(f"step {step + 1}'s loss differs though step 1's agrees: is every step "
-                      "seeded with seed_slice(t.seed, step), with its own step number?")
-        if not math.isclose(s["lr"], r["lr"], rel_tol=1e-6):
-            raise bad(f"the learning rate at step {step + 1} is {s['lr']:.3g}, not lr_at(step, "
-                      f"t) = {r['lr']:.3g}: set it on every parameter group before the update.")
-        if s["grad_norm"] > TINY_TRAIN.grad_clip * 1.001:
-            raise bad(f"the gradient norm is {s['grad_norm']:.2f} at the update, above "
-                      f"t.grad_clip = {TINY_TRAIN.grad_clip}: clip it with "
-                      "clip_grad_norm_ after backward() and before opt.step().")
-        if not all(torch.allclose(a, b, rtol=1e-4, atol=1e-6)
-                   for a, b in zip(s["params"], r["params"])):
-            raise bad("the gradients accumulate across steps: did you clear them with "
-                      "opt.zero_grad() before backward()?" if step > 0 else
-                      "the weights after the first update differ: call loss.backward(), then "
-                      "clip, then opt.step(), once each.")
-    print("`electra_step` is right: three steps give the library's losses, learning rates and "
-          "weights.")
-    return electra_step
 
 
 # ------------------------------------------------------------- 06 a calibration curve
