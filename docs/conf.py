@@ -105,8 +105,8 @@ html_theme_options = {
 }
 html_last_updated_fmt = None
 html_show_sourcelink = False
-# MathJax from a wheel (jupyter-server-mathjax ships MathJax 2 and its STIX-Web fonts), copied beside
-# the pages: formulas render without a network.
+# MathJax from a wheel (jupyter-server-mathjax ships MathJax 2 and its STIX-Web fonts), copied
+# beside the pages: formulas render without a network.
 mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"  # the config the wheel ships
 mathjax2_config = {
     # MyST marks each page's sections tex2jax_ignore and each formula class "math": process those

@@ -130,7 +130,8 @@ def test_formulas_are_typeset_offline(site, page, name):
     page.wait_for_function("() => window.MathJax && MathJax.isReady", timeout=60_000)
     page.evaluate("() => new Promise(done => MathJax.Hub.Queue(() => done(true)))")
     marked = page.eval_on_selector_all(
-        "article .math.notranslate", "els => els.map(e => !!e.querySelector('.MathJax, .MathJax_Display'))")
+        "article .math.notranslate",
+        "els => els.map(e => !!e.querySelector('.MathJax, .MathJax_Display'))")
     assert marked and all(marked), f"{name}: {marked.count(False)} of {len(marked)} not typeset"
     text = page.evaluate(VISIBLE_TEXT)
     raw = re.findall(r"\\\(|\\\[|\$[^$\s][^$\n]*\$", text)

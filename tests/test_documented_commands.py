@@ -408,7 +408,8 @@ def toy(argv: list[str]) -> list[str]:
         argv = _replace(_replace(argv, "--probe-examples", "16"), "--finetune-examples", "16")
         return [*argv, *_sets(PRETRAIN)]
     if command == "prepare":  # a tiny corpus holds out some documents at 20%, not at 2%
-        return _replace(_replace(argv, "--workers", "1"), "--held-out-fraction", "0.2")
+        argv = _replace(_replace(argv, "--workers", "1"), "--held-out-fraction", "0.2")
+        return _replace(argv, "--max-seq-len", "16")  # the toy pre-training's length
     return argv
 
 
@@ -548,3 +549,34 @@ def test_the_printed_next_step_of_lessons_opens_the_copied_course(tmp_path, monk
     log = _jupyter_serves(argv, tmp_path / "home", tmp_path / "my-course")
     assert "is running at" in log, log[-3000:]
     assert str(tmp_path / "my-course") in log  # it serves the copied course
+
+
+def test_the_readmes_commands_run_in_sequence_in_one_folder(world, tmp_path, monkeypatch,
+                                                           capsys):
+    """The README's commands one after the other, as a reader runs them: each finds what the
+    ones before it made (the fine-tuned model predict reads, the prepared data the Small run
+    reads); only the reader's own files (their reviews) and the Small run's far milestone
+    (a toy run stops at step 2) are put there."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(world.data))
+    monkeypatch.setenv("MINIELECTRA_CACHE", str(world.root / "cache"))
+    readme = [c for c in COMMANDS if c.where.startswith("README.md:")]
+    assert len(readme) >= 6
+    made_here = set()
+    for c in readme:
+        if reason_not_run(c) is not None:
+            continue
+        argv = list(c.argv)
+        for flag, value in _flag_values(argv):
+            if flag in ("--train", "--dev") and not Path(value).exists():
+                _copy(FIXTURES / f"reviews_{flag[2:]}.csv", Path(value))
+            elif flag in ("--model", "--data") or (flag == "--checkpoint" and value != "bundled"
+                                                   and "step_" not in value):
+                assert Path(value).exists(), f"{c.where}: {value} is made by no command before"
+            elif flag == "--checkpoint" and "step_" in value and not Path(value).exists():
+                max(Path(value).parent.glob("step_*")).rename(value)  # the run's last, renamed
+        err = (_main(toy(argv)), capsys.readouterr().err)
+        assert err[0] == 0, f"{c.where}: {c.text}\n{err[1][-3000:]}"
+        made_here |= {v for f, v in _flag_values(argv) if f == "--out"}
+    assert {"runs/reviews", "data/owt", "runs/small"} <= made_here

@@ -338,6 +338,9 @@ def test_the_time_cap_is_announced_with_the_command_that_continues(capped_run):
     again = shlex.split(line.split("continue with: ")[1].split(" (add")[0])
     args = build_parser().parse_args(again[1:])
     assert args.resume and args.command == "pretrain"
+    # as printed, it resumes the run (this cap, a nanosecond, stops it again at once)
+    assert main(again[1:]) == 0
+    assert (run / "checkpoints" / f"step_{step:07d}" / "model.safetensors").is_file()
 
 
 def test_viz_and_evaluate_count_the_same_heldout_examples(capsys, capped_run, tmp_path):
