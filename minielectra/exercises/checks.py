@@ -17,7 +17,7 @@ from ..model.attention import reference_attention
 from ..model.electra import gumbel_max_sample
 from ..objectives.flops import encoder_flops
 from ..viz.heldout import calibration_bins
-from .judge import NotYet, _judge
+from .judge import NotYet, judge_exercise
 
 
 # ------------------------------------------------------------- 01 pairing sentences into A and B
@@ -88,8 +88,8 @@ def check_pairing(split: Callable) -> Callable:
         "(the official builder's quirk), A does not close for good.":
             lambda ls, t, c: _split(ls, t, c, first_target=(t - 3) // 2, fits=lt, back=False),
     }
-    return _judge("split", split, library_split, library_split, mistakes, _split_cases,
-                  "its A and B differ from the official builder's on some sentences.")
+    return judge_exercise("split", split, library_split, library_split, mistakes, _split_cases,
+                          "its A and B differ from the official builder's on some sentences.")
 
 
 # ------------------------------------------------------------- 02 scaled dot-product attention
@@ -124,9 +124,9 @@ def check_attention(attention: Callable) -> Callable:
         "(dim -1) must sum to 1.":
             lambda q, k, v, m: _masked_softmax(scores(q, k, q.shape[-1] ** -0.5), m, dim=-2) @ v,
     }
-    return _judge("attention", attention, reference_attention,
-                  lambda q, k, v, m: reference_attention(q, k, v, m), mistakes,
-                  _attention_cases, "its output differs from softmax(q k^T / sqrt(d)) v.")
+    return judge_exercise("attention", attention, reference_attention,
+                          lambda q, k, v, m: reference_attention(q, k, v, m), mistakes,
+                          _attention_cases, "its output differs from softmax(q k^T / sqrt(d)) v.")
 
 
 def _masked_softmax(s, mask, dim=-1):
@@ -167,9 +167,9 @@ def check_generator_loss(generator_loss: Callable) -> Callable:
         "the loss has the wrong sign: it is the negative log-probability of the original "
         "token.": lambda lg, ids, m: -library_generator_loss(lg, ids, m),
     }
-    return _judge("generator_loss", generator_loss, library_generator_loss,
-                  library_generator_loss, mistakes, _generator_cases,
-                  "it differs from the cross-entropy averaged over the masked positions.")
+    return judge_exercise("generator_loss", generator_loss, library_generator_loss,
+                          library_generator_loss, mistakes, _generator_cases,
+                          "it differs from the cross-entropy averaged over the masked positions.")
 
 
 # ------------------------------------------------------------- 04 sampling and the labels
@@ -261,9 +261,9 @@ def check_calibration(calibration: Callable) -> Callable:
         "the share of replaced tokens is divided by all replaced tokens; divide by the bin's "
         "token count.": lambda p, y, b: variant(p, y, b, frac=lambda f, c, y: f / y.sum()),
     }
-    return _judge("calibration", calibration, library_calibration, library_calibration,
-                  mistakes, _calibration_cases,
-                  "its curve differs from the library's calibration_bins.")
+    return judge_exercise("calibration", calibration, library_calibration, library_calibration,
+                          mistakes, _calibration_cases,
+                          "its curve differs from the library's calibration_bins.")
 
 
 # ------------------------------------------------------------- 07 the classifier head and loss
@@ -299,8 +299,8 @@ def check_head_loss(head_loss: Callable) -> Callable:
         "(reduction='sum').":
             lambda h, head, y: (lambda lg: (lg, F.cross_entropy(lg, y)))(head(h[:, 0])),
     }
-    return _judge("head_loss", head_loss, library_head_loss, library_head_loss, mistakes,
-                  _head_cases, "its logits or loss differ from the [CLS] head's.")
+    return judge_exercise("head_loss", head_loss, library_head_loss, library_head_loss, mistakes,
+                          _head_cases, "its logits or loss differ from the [CLS] head's.")
 
 
 # ------------------------------------------------------------- 08 the FLOPs of a forward pass
@@ -334,5 +334,5 @@ def check_encoder_flops(flops: Callable) -> Callable:
         "the feed-forward layer has two matrices (d -> f and f -> d); one is missing.":
             lambda c, b, n: count(c, b, n, ffn=1),
     }
-    return _judge("flops", flops, encoder_flops, encoder_flops, mistakes, _flops_cases,
-                  "its count differs from the library's encoder_flops.")
+    return judge_exercise("flops", flops, encoder_flops, encoder_flops, mistakes, _flops_cases,
+                          "its count differs from the library's encoder_flops.")

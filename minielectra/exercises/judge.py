@@ -32,7 +32,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def _judge(name: str, fn: Callable, library: Callable, reference: Callable,
+def judge_exercise(name: str, fn: Callable, library: Callable, reference: Callable,
            mistakes: dict[str, Callable], cases: Callable[[], list[tuple]],
            generic: str) -> Callable:
     """Run ``fn`` on every case: right -> ``fn``; an empty stub -> ``library``; wrong -> NotYet
