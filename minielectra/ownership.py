@@ -84,6 +84,11 @@ def _adoptable(folder: Path, layout: Layout) -> bool:
         return False
 
 
+def claimed_by(record: dict) -> set[str]:
+    """The names a record claims, the record among them."""
+    return set(record["files"]) | {MANIFEST}
+
+
 def claimed(folder: str | Path, layout: Layout) -> set[str]:
     """What ``layout.command`` wrote in ``folder`` by its record (and the record), or, for a
     folder it adopts, everything there."""
@@ -92,7 +97,7 @@ def claimed(folder: str | Path, layout: Layout) -> set[str]:
         return set()
     record = read_manifest(folder)
     if record is not None:
-        return set(record["files"]) | {MANIFEST} if record["command"] == layout.command else set()
+        return claimed_by(record) if record["command"] == layout.command else set()
     if _adoptable(folder, layout):
         return {p.name + ("/" if p.is_dir() else "") for p in folder.iterdir()
                 if p.name != LOCK_FILE}
@@ -104,21 +109,28 @@ def claimed(folder: str | Path, layout: Layout) -> set[str]:
 _HOLDER = re.compile(r"(pid \d+ on \S+, started .*)?\s*")  # what FolderLock writes
 
 
-def _foreign(p: Path, rel: str, mine: set[str]) -> list[str]:
-    """The files at or under ``p`` (``rel`` to the folder) that the command did not write; a
-    link is never the tool's (it writes none)."""
+def _foreign(p: Path, rel: str, mine: set[str], command: str) -> list[str]:
+    """The files at or under ``p`` (``rel`` to the folder) that ``command`` did not write; a
+    link is never the tool's (it writes none). A folder inside that holds the command's own
+    record is its own (``experiment efficiency`` beside ``experiments/toy-grammar``)."""
     if p.is_symlink():
         return [rel]
     if p.is_dir():
         if rel + "/" in mine:
             return []
-        return [f for c in sorted(p.iterdir()) for f in _foreign(c, f"{rel}/{c.name}", mine)]
+        record = read_manifest(p)
+        if record is not None and record["command"] == command:  # by its own record
+            mine = {f"{rel}/{f}" for f in claimed_by(record)}
+        return [f for c in sorted(p.iterdir()) for f in _foreign(c, f"{rel}/{c.name}", mine,
+                                                                  command)]
     if not p.is_file():
         return [rel]  # a pipe, a socket: not ours
     temp = _TEMP.match(p.name)
     if rel in mine or (temp and Path(rel).with_name(temp["name"]).as_posix() in mine):
         return []  # its file, or a write of it that a kill cut short
-    if rel == LOCK_FILE and (held_here(p) or p.stat().st_size < 200 and _HOLDER.fullmatch(
+    lock = rel == LOCK_FILE or (p.name == LOCK_FILE and  # the folder's, or an own folder's
+                                f"{Path(rel).parent.as_posix()}/{MANIFEST}" in mine)
+    if lock and (held_here(p) or p.stat().st_size < 200 and _HOLDER.fullmatch(
             p.read_bytes().decode("utf-8", "replace"))):
         return []  # a lock file FolderLock made (empty once released), read only if not held
     return [rel]
@@ -143,7 +155,7 @@ def foreign_files(folder: str | Path, layout: Layout, names: Iterable[str] | Non
                 found.append(Path(*parts[:i]).as_posix())
         p = folder / rel
         if p.exists() or p.is_symlink():
-            found += _foreign(p, rel, mine)
+            found += _foreign(p, rel, mine, layout.command)
     return sorted(set(found))
 
 

@@ -147,29 +147,37 @@ def _doc_files() -> list[Path]:
             *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def documented_commands() -> list[Command]:
-    """Every command, first place it is shown; the --help examples last."""
-    found: dict[tuple[str, tuple[str, ...]], Command] = {}
+def commands_by_page() -> dict[str, list[Command]]:
+    """Every page's commands in the order it shows them (a page: a file, or a command's --help)."""
+    pages: dict[str, list[Command]] = {}
     for path in _doc_files():
-        text = path.read_text()
+        text, page = path.read_text(), str(path.relative_to(ROOT))
         for m in FENCE.finditer(text):
             if m.group(1) not in SHELL_FENCES:
                 continue
             line, block = text.count("\n", 0, m.start(2)) + 1, m.group(2)
             if not m.group(1):  # a fence without a language: its lines that start a command
                 block = _command_lines(block)
-            for c in block_commands(block, str(path.relative_to(ROOT)), line):
-                found.setdefault((c.launcher, c.argv), c)
+            pages.setdefault(page, []).extend(block_commands(block, page, line))
     parser = cli.build_parser()
     helps = [("minielectra --help", parser.epilog or "")] + [
         (f"minielectra {name} --help", p.epilog or "")
         for action in parser._subparsers._group_actions for name, p in action.choices.items()]
     for where, epilog in helps:
-        for c in block_commands(_command_lines(epilog), where, 1):
+        pages.setdefault(where, []).extend(block_commands(_command_lines(epilog), where, 1))
+    return {page: found for page, found in pages.items() if found}
+
+
+def documented_commands() -> list[Command]:
+    """Every command, first place it is shown; the --help examples last."""
+    found: dict[tuple[str, tuple[str, ...]], Command] = {}
+    for commands in PAGES.values():
+        for c in commands:
             found.setdefault((c.launcher, c.argv), c)
     return list(found.values())
 
 
+PAGES = commands_by_page()
 COMMANDS = documented_commands()
 
 
@@ -325,6 +333,11 @@ def _copy(src: Path, dst: Path) -> None:
 
 def _place_run(w: World, path: Path) -> None:
     """A run folder at ``path``, or (``.../checkpoints/step_N``) the run that holds it."""
+    if path.exists():  # made by an earlier command
+        return
+    if path.parent.name == "checkpoints" and path.parent.is_dir():  # a run an earlier one made
+        max(path.parent.glob("step_*")).rename(path)  # its last checkpoint, renamed
+        return
     if re.fullmatch(r"step_\d+", path.name) and path.parent.name == "checkpoints":
         run = path.parent.parent
         _copy(w.run, run)
@@ -341,8 +354,8 @@ def materialise(w: World, argv: list[str], cwd: Path) -> None:
     for flag, value in _flag_values(argv):
         path = cwd / value
         if Path(value).is_absolute() or value in ("bundled", "pydocs") or \
-                value.startswith("hf:"):
-            continue
+                value.startswith("hf:") or (flag != "--checkpoint" and path.exists()):
+            continue  # the docs' own, the package's, or made by an earlier command
         if flag in ("--checkpoint", "--run", "--to-hf"):
             _place_run(w, path)
         elif flag == "--model":
@@ -364,10 +377,13 @@ def materialise(w: World, argv: list[str], cwd: Path) -> None:
             _corpus(path)
     if command == "squad-eval":  # DATA.json PREDICTIONS.json [--na-prob-file F]
         data, predictions = (cwd / a for a in argv[1:3])
-        dev = json.loads(_squad(data, "v2.0" if "v2" in data.name else "1.1").read_text())
+        if not data.exists():
+            _squad(data, "v2.0" if "v2" in data.name else "1.1")
+        dev = json.loads(data.read_text())
         ids = [q["id"] for art in dev["data"] for par in art["paragraphs"] for q in par["qas"]]
-        _write(predictions, json.dumps({q: "" for q in ids}))
-        if "--na-prob-file" in argv:
+        if not predictions.exists():
+            _write(predictions, json.dumps({q: "" for q in ids}))
+        if "--na-prob-file" in argv and not (cwd / argv[argv.index("--na-prob-file") + 1]).exists():
             _write(cwd / argv[argv.index("--na-prob-file") + 1],
                    json.dumps({q: 0.5 for q in ids}))
 
@@ -461,6 +477,36 @@ def test_every_documented_command_works_as_typed(c, world, tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert code == 0, f"{c.where}: {c.text}\n{err[-3000:]}"
     assert "Traceback" not in err
+
+
+SEQUENCES = [page for page, found in PAGES.items() if page != "README.md" and len(found) > 1]
+
+
+@pytest.mark.parametrize("page", SEQUENCES)
+def test_each_pages_commands_run_in_sequence_in_one_folder(page, world, tmp_path, monkeypatch,
+                                                          capsys):
+    """A reader follows a page top to bottom in one folder: each command of the page (once), in
+    its order, finds what the ones before it left (a run it continues, an output folder it must not
+    clobber); only what no earlier command made is put there. (The README's own test is
+    stricter: there, every input but the reader's reviews is made by an earlier command.)"""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MINIELECTRA_DATA_DIR", str(world.data))
+    monkeypatch.setenv("MINIELECTRA_CACHE", str(world.root / "cache"))
+    ran = set()
+    for c in PAGES[page]:
+        if reason_not_run(c) is not None or wrong(c) is not None or c.argv in ran:
+            continue  # a command the page repeats is one the reader has already run
+        ran.add(c.argv)
+        argv = list(c.argv)
+        materialise(world, argv, tmp_path)
+        out = next((v for f, v in _flag_values(argv) if f == "--out"), None)
+        if "--resume" in argv and not (out and Path(out).exists()):
+            assert _main(toy([a for a in argv if a != "--resume"])) == 0, c.text
+        code = _main(toy(argv))
+        err = capsys.readouterr().err
+        assert code == 0, f"{c.where}: {c.text}\n{err[-3000:]}"
+        assert "Traceback" not in err
 
 
 def test_the_docs_show_no_command_known_to_fail():

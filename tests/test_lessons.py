@@ -287,3 +287,12 @@ def test_the_wheel_ships_the_notebooks(tmp_path):
     assert sorted(shipped) == COURSE
     for name, data in shipped.items():
         assert data == (ROOT / name).read_bytes(), name
+    # The install guide's recipe: torch first, then the wheel, and pip keeps that torch (here,
+    # this environment's) rather than fetching the package index's (CUDA on Linux x86-64).
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index",
+                           "-q", "--report", str(report), str(wheel)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    installs = [i["metadata"]["name"] for i in json.loads(report.read_text())["install"]]
+    assert installs == ["minielectra"], installs

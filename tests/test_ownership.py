@@ -369,3 +369,22 @@ def test_ctrl_c_or_a_kill_while_converting_leaves_the_output_as_it_was(tmp_path,
     assert not out.exists() and list(tmp_path.glob(".hf.old-*"))
     ownership._recover(out)
     assert sums(out) == before
+
+
+def test_a_folder_inside_that_the_command_wrote_is_its_own_but_a_users_file_in_it_is_not(
+        tmp_path):
+    """``experiment toy-grammar`` writes ``experiments/toy-grammar`` by default and the other
+    experiments write ``experiments/``: one after the other, the second finds the first's
+    folder, whole and by its record, and goes on; a file of the user's in it is still refused."""
+    from minielectra.ownership import Layout, check_claim, claim
+    ours = Layout("experiment")
+    claim(tmp_path / "experiments" / "toy-grammar", ours, ["results.json"])
+    (tmp_path / "experiments" / "toy-grammar" / "results.json").write_text("{}")
+    (tmp_path / "experiments" / "toy-grammar" / "run.lock").write_text("")  # a released lock
+    check_claim(tmp_path / "experiments", ours, ["runs", "efficiency"])  # goes on
+    (tmp_path / "experiments" / "toy-grammar" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="toy-grammar/notes.txt"):
+        check_claim(tmp_path / "experiments", ours, ["runs", "efficiency"])
+    (tmp_path / "experiments" / "toy-grammar" / "notes.txt").unlink()
+    with pytest.raises(FileExistsError, match="holds toy-grammar/"):  # another command's
+        check_claim(tmp_path / "experiments", Layout("glue"), ["glue.json"])
