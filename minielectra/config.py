@@ -1,4 +1,5 @@
-"""Typed configuration: one dataclass per concern, composed into :class:`RunConfig`, plus presets.
+"""Typed configuration: one dataclass per concern, composed into :class:`RunConfig`, plus presets
+and fine-tuning's own two sections, :class:`FinetuneConfig` and :class:`SquadConfig`.
 
 Defaults are the official ELECTRA-Small values (Clark et al. 2020, appendix Table 6, and
 google-research/electra ``configure_pretraining.py``); each place we differ says why. The presets
@@ -12,7 +13,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 from .overrides import apply_overrides, check_types, from_dict, override_keys  # noqa: F401
 from .presets import PRESETS
@@ -257,6 +258,111 @@ class RunConfig:
             return cls.from_dict(d)
         except (KeyError, ValueError) as e:  # name the file as well as the key
             raise type(e)(f"{path}: {e.args[0] if e.args else e}") from None
+
+
+# ------------------------------------------------------------------------ fine-tuning
+
+
+@dataclass
+class FinetuneConfig:
+    """The paper's GLUE recipe for ELECTRA-Small; every official-code quirk is an option."""
+
+    learning_rate: float = 3e-4  # Small; the paper uses 1e-4 for Base, 5e-5 for Large
+    layerwise_decay: float = 0.8  # 1.0 turns layer-wise decay off
+    # False: the head gets lr, the top layer lr*0.8, ..., the embeddings lr*0.8^(L+1) (intended).
+    # True: the official code's off-by-one, top layer lr*0.8^2, embeddings lr*0.8^(L+2).
+    layerwise_decay_official: bool = False
+    weight_decay: float = 0.0  # paper Table 7; the official code's default is 0.01
+    warmup_fraction: float = 0.1
+    # "official": lr = peak * (1 - step/T) * min(1, step/warmup), as optimization.py computes it;
+    # "linear": ramp to the peak, then decay linearly from the peak to 0.
+    schedule: Literal["official", "linear"] = "official"
+    batch_size: int = 32
+    eval_batch_size: int = 128
+    max_seq_len: int = 128
+    epochs: int = 0  # 0: the paper's per-task number (3; 10 for RTE and STS-B)
+    head_dropout: float = 0.1
+    # Dropout inside the encoder while fine-tuning (the official code uses 0.1 whatever the
+    # pre-training used); None keeps the checkpoint's own values.
+    encoder_dropout: float | None = 0.1
+    double_unordered: bool = True  # official name: MRPC and STS-B doubled with A, B swapped
+    # 0: a fresh permutation every epoch. N > 0: the official input pipeline (preprocessing.py,
+    # N = 100; .train.batch_order), so epochs overlap and an example may come twice in a row.
+    shuffle_buffer: int = 0
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-6
+    bias_correction: bool = False  # the official AdamWeightDecayOptimizer has none
+    grad_clip: float = 1.0  # global norm; 0 disables
+    # "sum": the official run_finetuning.py minimises tf.reduce_sum of the per-example losses:
+    # Adam hardly notices the 32x scale, but the clip at 1.0 then bites on almost every step and
+    # eps weighs 32x less. "mean": the PyTorch habit. Logged losses are per example either way.
+    loss_reduction: Literal["sum", "mean"] = "sum"
+    # Re-initialise the encoder at random (same shape and tokenizer): the no-pre-training baseline.
+    from_scratch: bool = False
+    # Re-initialise the top K encoder layers before fine-tuning (few-sample recipe, .fewsample).
+    reinit_layers: int = 0
+    vocab: str | None = None  # a vocab.txt for checkpoints that ship no tokenizer
+    # A text longer than max_seq_len: "truncate" cuts it (the paper); "windows" reads a single
+    # text whole in half-overlapping windows, averaging their logits (see .windows).
+    long_text: Literal["truncate", "windows"] = "truncate"
+    # The model a run keeps: "last" (the paper), or "best", the best epoch on 10% of the training
+    # set held out for the choice (.train.hold_out): the dev set is reported, so it never chooses.
+    keep_epoch: Literal["last", "best"] = "last"
+    device: str = "auto"
+    # bf16 autocast (a GPU with bfloat16, or a CPU that has it natively): the products in bf16,
+    # the loss, the optimiser and the weights in fp32 (training.device).
+    precision: Literal["fp32", "bf16"] = "fp32"
+    # torch.compile the training forward: True, False, or None: on a CPU when the run repays
+    # the compiling (training.compiling's measured rule; what `minielectra finetune` passes).
+    compile: bool | None = False
+    # CPU threads (0: torch's default); a tiny model on a busy machine is faster on 1 than on 2.
+    num_threads: int = 0
+
+    def validate(self) -> FinetuneConfig:
+        """Refuse values no run can use (types: :func:`minielectra.overrides.check_types`)."""
+        positive = ("positive", lambda x: x > 0)
+        dropout = ("in [0, 1)", lambda x: x is None or 0 <= x < 1)  # None: the checkpoint's
+        rules = {  # name -> (the range as the error says it, the test), checked in this order
+            "learning_rate": positive, "batch_size": positive, "eval_batch_size": positive,
+            "max_seq_len": positive, "layerwise_decay": ("in (0, 1]", lambda x: 0 < x <= 1),
+            "warmup_fraction": ("in [0, 1)", lambda x: 0 <= x < 1),
+            "shuffle_buffer": (">= 0 (0 = reshuffle each epoch)", lambda x: x >= 0),
+            "head_dropout": dropout, "encoder_dropout": dropout,
+            "reinit_layers": (">= 0", lambda x: x >= 0),
+            "epochs": (">= 0 (0 = the task's)", lambda x: x >= 0)}
+        for name, (allowed, ok) in rules.items():
+            if not ok(getattr(self, name)):
+                raise ValueError(f"finetune.{name} must be {allowed}, got {getattr(self, name)}")
+        return self  # whether this machine runs it: training.device.resolve_device
+
+
+def finetune_config(overrides: Iterable[str] = ()) -> FinetuneConfig:
+    """The recipe with ``finetune.KEY=VALUE`` overrides applied, its ranges checked."""
+    cfg = FinetuneConfig()
+    apply_overrides({"finetune": cfg}, overrides)
+    return cfg.validate()
+
+
+@dataclass
+class SquadConfig:
+    """What question answering adds to :class:`FinetuneConfig` (``--set squad.KEY=VALUE``)."""
+
+    doc_stride: int = 128  # tokens between the starts of a passage's windows
+    max_query_len: int = 64  # a longer question is cut
+    n_best: int = 20  # start and end candidates per window
+    max_answer_len: int = 30  # tokens
+    # Offline there is no training set: train on the first N articles of the dev file and score
+    # on the rest (0: train on --train FILE or the hub's training set).
+    train_articles: int = 0
+
+    def validate(self) -> "SquadConfig":
+        for f in ("doc_stride", "max_query_len", "n_best", "max_answer_len"):
+            if getattr(self, f) <= 0:
+                raise ValueError(f"squad.{f} must be positive, got {getattr(self, f)}")
+        if self.train_articles < 0:
+            raise ValueError(f"squad.train_articles must be >= 0, got {self.train_articles}")
+        return self
 
 
 def preset(name: str) -> RunConfig:

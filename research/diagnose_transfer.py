@@ -71,14 +71,14 @@ def main() -> None:
 
     from minielectra.model.electra import Electra
     from minielectra.model.gdes import word_embeddings
-    from minielectra.finetune import classifier
+    from minielectra.config import FinetuneConfig
     from minielectra.finetune import run, train as ft
     from minielectra.finetune.glue.data import get_task
 
     torch.set_num_threads(args.threads)
     pretrained, checkpoint = ft.open_checkpoint(args.checkpoint)
     task = get_task(args.task)
-    tokenizer = ft.get_tokenizer(pretrained, classifier.FinetuneConfig())
+    tokenizer = ft.get_tokenizer(pretrained, FinetuneConfig())
     result = {"benchmark": "transfer_diagnostics", "checkpoint": checkpoint, "task": args.task}
 
     torch.manual_seed(0)
@@ -92,7 +92,7 @@ def main() -> None:
             word_embeddings(random_model.discriminator.encoder.embeddings)), 1)}
 
     if not task.is_regression:
-        data = ft.prepare_data(task, tokenizer, classifier.FinetuneConfig(),
+        data = ft.prepare_data(task, tokenizer, FinetuneConfig(),
                                max_train_examples=args.probe_examples)
         probes = {}
         for arm, model in (("pretrained", pretrained), ("random_init", random_model)):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from minielectra.config import ModelConfig
+from minielectra.config import FinetuneConfig, ModelConfig, finetune_config
 from minielectra.model.electra import Electra
 from minielectra.model.transformer import Block, init_weights
 from minielectra.finetune import classifier, fewsample
@@ -27,7 +27,7 @@ def tiny(seed=0, **kw):
 
 
 def build(model, *overrides):
-    cfg = classifier.finetune_config(overrides)
+    cfg = finetune_config(overrides)
     torch.manual_seed(5)
     clf = classifier.build_classifier(model, get_task("sst2"), cfg)
     fewsample.prepare(clf, cfg, initializer_range=model.config.initializer_range)
@@ -45,7 +45,7 @@ def test_reinit_top_layer_is_a_fresh_bert_block():
     # Reference: a block initialised by init_weights from the same generator state.
     ref = Block(model.config)
     torch.manual_seed(5)
-    ref_clf = classifier.build_classifier(model, get_task("sst2"), classifier.FinetuneConfig())
+    ref_clf = classifier.build_classifier(model, get_task("sst2"), FinetuneConfig())
     init_weights(ref, model.config.initializer_range)
     for (name, a), b in zip(top.named_parameters(), ref.parameters()):
         assert torch.equal(a, b), name

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from minielectra.config import ModelConfig
+from minielectra.config import FinetuneConfig, ModelConfig, finetune_config
 from minielectra.data.tokenizer import WordPieceTokenizer
 from minielectra.model import checkpoint as model_checkpoint
 from minielectra.model import hf
@@ -76,30 +76,30 @@ def pretrained(char_tokenizer):
 
 
 def test_overrides_are_typed_and_checked():
-    cfg = classifier.finetune_config([
+    cfg = finetune_config([
         "finetune.learning_rate=1e-4", "finetune.epochs=2", "finetune.encoder_dropout=none",
         "finetune.layerwise_decay_official=true", "finetune.schedule=linear"])
     assert (cfg.learning_rate, cfg.epochs, cfg.encoder_dropout) == (1e-4, 2, None)
     assert cfg.layerwise_decay_official and cfg.schedule == "linear"
     with pytest.raises(KeyError, match="finetune.learning_rate"):  # names the valid keys
-        classifier.finetune_config(["finetune.learnig_rate=1"])
+        finetune_config(["finetune.learnig_rate=1"])
     with pytest.raises(KeyError):
-        classifier.finetune_config(["train.learning_rate=1"])
+        finetune_config(["train.learning_rate=1"])
     with pytest.raises(ValueError, match="finetune.epochs expects int"):
-        classifier.finetune_config(["finetune.epochs=1.5"])
+        finetune_config(["finetune.epochs=1.5"])
     with pytest.raises(ValueError, match="layerwise_decay"):
-        classifier.finetune_config(["finetune.layerwise_decay=0"])
+        finetune_config(["finetune.layerwise_decay=0"])
 
 
 def test_defaults_are_the_papers():
-    c = classifier.FinetuneConfig()
+    c = FinetuneConfig()
     assert (c.learning_rate, c.layerwise_decay, c.weight_decay, c.warmup_fraction) == \
         (3e-4, 0.8, 0.0, 0.1)
     assert (c.batch_size, c.max_seq_len, c.head_dropout, c.epochs) == (32, 128, 0.1, 0)
     assert c.double_unordered and not c.layerwise_decay_official and not c.bias_correction
     assert c.loss_reduction == "sum"  # run_finetuning.py: tf.reduce_sum over the batch
     with pytest.raises(ValueError, match="sum|mean"):
-        classifier.finetune_config(["finetune.loss_reduction=max"])
+        finetune_config(["finetune.loss_reduction=max"])
 
 
 # ---------------------------------------------------------------------------- the classifier
@@ -107,7 +107,7 @@ def test_defaults_are_the_papers():
 
 def test_head_is_glorot_linear_on_cls(pretrained):
     torch.manual_seed(0)
-    model = classifier.build_classifier(pretrained, glue.get_task("mnli"), classifier.FinetuneConfig()).eval()
+    model = classifier.build_classifier(pretrained, glue.get_task("mnli"), FinetuneConfig()).eval()
     w = model.head.weight
     bound = math.sqrt(6 / (32 + 3))  # Glorot uniform, fan_in 32, fan_out 3
     assert w.shape == (3, 32) and w.abs().max() <= bound and w.abs().max() > 0.5 * bound
@@ -118,7 +118,7 @@ def test_head_is_glorot_linear_on_cls(pretrained):
 
 
 def test_classifier_copies_the_discriminator_encoder(pretrained):
-    cfg = classifier.FinetuneConfig()
+    cfg = FinetuneConfig()
     model = classifier.build_classifier(pretrained, glue.get_task("sst2"), cfg)
     source = pretrained.discriminator.encoder.state_dict()
     for k, v in model.encoder.state_dict().items():
@@ -140,7 +140,7 @@ def test_classifier_copies_the_discriminator_encoder(pretrained):
 
 
 def test_dynamic_padding_changes_nothing(pretrained, char_tokenizer):
-    model = classifier.build_classifier(pretrained, glue.get_task("mrpc"), classifier.FinetuneConfig()).eval()
+    model = classifier.build_classifier(pretrained, glue.get_task("mrpc"), FinetuneConfig()).eval()
     enc = classifier.encode(char_tokenizer, [ftask.Example("a short one", "b", 0),
                                      ftask.Example("a much longer first sentence", "and more", 1)],
                     128)
@@ -157,7 +157,7 @@ def test_dynamic_padding_changes_nothing(pretrained, char_tokenizer):
 
 @pytest.mark.parametrize("official", [False, True])
 def test_layerwise_decay_depths(pretrained, official):
-    cfg = classifier.FinetuneConfig(learning_rate=1.0, layerwise_decay=0.5,
+    cfg = FinetuneConfig(learning_rate=1.0, layerwise_decay=0.5,
                             layerwise_decay_official=official)
     model = classifier.build_classifier(pretrained, glue.get_task("sst2"), cfg)
     groups = classifier.layerwise_param_groups(model, cfg)
@@ -175,7 +175,7 @@ def test_layerwise_decay_depths(pretrained, official):
 
 
 def test_weight_decay_skips_biases_and_layernorm(pretrained):
-    cfg = classifier.FinetuneConfig(weight_decay=0.01)
+    cfg = FinetuneConfig(weight_decay=0.01)
     model = classifier.build_classifier(pretrained, glue.get_task("sst2"), cfg)
     wd_of = {id(p): g["weight_decay"] for g in classifier.layerwise_param_groups(model, cfg)
              for p in g["params"]}
@@ -291,7 +291,7 @@ def test_official_shuffle_buffer_trains_the_same_number_of_steps(pretrained, toy
                     progress=False)
     assert r["runs"][0]["steps"] == 4 * math.ceil(256 / 32) and r["score"] >= 90.0, r
     with pytest.raises(ValueError, match="shuffle_buffer"):
-        classifier.finetune_config(["finetune.shuffle_buffer=-1"])
+        finetune_config(["finetune.shuffle_buffer=-1"])
 
 
 def test_seeds_give_the_median(pretrained, toy_sst2, tmp_path):
@@ -318,7 +318,7 @@ def test_the_result_is_the_median_run_not_per_metric_medians():
     runs = _runs((60.0, 90.0), (70.0, 10.0), (80.0, 50.0))
     assert ft.median_run(runs) == 1
     data = ft.TaskData([], [], [], [], 0, 0)
-    r = ft._summarise(glue.get_task("mrpc"), runs, data, classifier.FinetuneConfig(), None)
+    r = ft._summarise(glue.get_task("mrpc"), runs, data, FinetuneConfig(), None)
     assert (r["score"], r["metrics"], r["median_seed"]) == (70.0, {"accuracy": 70.0, "f1": 10.0},
                                                             1)
     # Even counts take the lower middle run (a real run); ties go to the earlier seed.
@@ -356,7 +356,7 @@ def test_sum_makes_the_first_update_batch_size_times_the_means(pretrained, char_
     data = ft.TaskData(enc, [e.label for e in ex], enc, [e.label for e in ex], 4, 4)
     moved, logged = {}, {}
     for reduction in ("sum", "mean"):
-        cfg = classifier.FinetuneConfig(learning_rate=1e4, adam_eps=1e5, grad_clip=0, epochs=1,
+        cfg = FinetuneConfig(learning_rate=1e4, adam_eps=1e5, grad_clip=0, epochs=1,
                                 warmup_fraction=0, head_dropout=0, encoder_dropout=0,
                                 loss_reduction=reduction)
         torch.manual_seed(0)

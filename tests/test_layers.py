@@ -252,3 +252,13 @@ def test_cycle_checker_passes_a_clean_tree(tmp_path):
 ])
 def test_layer_order(importer, imported, ok):
     assert (layer_of(imported) <= layer_of(importer)) is ok
+
+
+def test_every_config_section_is_in_config_py():
+    """One file holds every section a ``--set SECTION.KEY=VALUE`` reaches (a dataclass named
+    ``...Config`` with a ``validate``), under the one override machine."""
+    found = [f"{p.relative_to(PACKAGE)}:{n.name}" for p in PACKAGE.rglob("*.py")
+             for n in ast.parse(p.read_text()).body
+             if isinstance(n, ast.ClassDef) and n.name.endswith("Config")
+             and any(isinstance(f, ast.FunctionDef) and f.name == "validate" for f in n.body)]
+    assert found and all(f.startswith("config.py:") for f in found), found

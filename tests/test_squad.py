@@ -16,7 +16,7 @@ from minielectra.finetune.squad.data import QAExample
 from minielectra.finetune.squad.features import Window, make_windows
 from minielectra.finetune.squad.train import finetune_squad
 from minielectra.finetune.squad.model import NEG, SpanQA, build_span_qa, load_qa, span_loss
-from minielectra.finetune.classifier import FinetuneConfig
+from minielectra.config import FinetuneConfig
 from minielectra.finetune.squad.post import predict_answers, question_spans
 from minielectra.finetune.squad.predict import answer
 from minielectra.training.checkpoints import resolve_checkpoint

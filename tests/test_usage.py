@@ -8,7 +8,7 @@ import pytest
 
 from minielectra.cli import build_parser
 from minielectra.config import apply_overrides, preset
-from minielectra.finetune.classifier import finetune_config
+from minielectra.config import finetune_config
 from minielectra.usage import next_commands
 
 

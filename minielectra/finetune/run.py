@@ -13,7 +13,8 @@ from typing import Any, Sequence
 
 from ..overrides import override_keys
 from ..ownership import refuse_overlap
-from .classifier import finetune_config
+from ..config import finetune_config
+from ..training.device import resolve_device
 from .glue.data import get_task
 from .output import checkpoint_path, finetune_output
 from .owndata.data import Columns, UserTask, task_from_files, task_from_hub
@@ -85,6 +86,7 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
                                   max_train_examples=max_train_examples, progress=progress,
                                   save_model=save_model, on_start=on_start)
     cfg = finetune_config(overrides)  # a bad value is refused before the data is read
+    resolve_device(cfg)  # and a device or precision this machine lacks
     task = resolve_task(task, train=train, dev=dev, columns=columns, regression=regression)
     added = []
     if isinstance(task, UserTask):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import TrainConfig
+from ..config import FinetuneConfig, TrainConfig
 
 
 @lru_cache(maxsize=1)
@@ -91,12 +91,13 @@ def check_precision(device: torch.device, precision: str) -> None:
         raise RuntimeError(f"precision bf16 on the CPU: {missing}")
 
 
-def resolve_device(t: TrainConfig) -> torch.device:
+def resolve_device(t: TrainConfig | FinetuneConfig) -> torch.device:
     """:func:`device_named`, refusing a device or precision this machine lacks (the value itself
-    is checked by ``TrainConfig.validate``)."""
+    is checked by the section's ``validate``)."""
     device = device_named(t.device)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("train.device=cuda requested but no CUDA GPU is available "
+        section = "train" if isinstance(t, TrainConfig) else "finetune"
+        raise RuntimeError(f"{section}.device={t.device} requested but no CUDA GPU is available "
                            "(use --device cpu)")
     check_precision(device, t.precision)
     return device

@@ -14,7 +14,8 @@ from typing import Any, Sequence
 from . import data as glue, table
 from ...ownership import Layout, refuse_overlap
 from ...safeio import read_json, write_file
-from ..classifier import FinetuneConfig, finetune_config
+from ...config import FinetuneConfig, finetune_config
+from ...training.device import resolve_device
 from ..output import checkpoint_path, finetune_output
 from ..train import finetune_loaded, check_counts, open_checkpoint
 
@@ -41,6 +42,7 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
     if twice is not None:  # run twice, one result kept: refused rather than half shown
         raise ValueError(f"--tasks names {twice} twice")
     cfg = finetune_config(overrides)
+    resolve_device(cfg)  # a device or precision this machine lacks: refused before any work
     refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint)})
     pretrained, source = open_checkpoint(checkpoint)  # once for all tasks
     with finetune_output(out, layout=GLUE_OUT, what="glue") as folder:

@@ -23,36 +23,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...config import ModelConfig
+from ...config import FinetuneConfig, ModelConfig, SquadConfig
 from ...data.tokenizer import WordPieceTokenizer
 from ...model.electra import Electra
 from ...model.transformer import Encoder
 from ...overrides import from_dict
-from ..classifier import FinetuneConfig, load_encoder, model_config
+from ..classifier import load_encoder, model_config
 from ..saved import META, load_weights, write_model
 
 NEG = -10000.0  # the official mask value (1000 there, on logits of the same scale)
-
-
-@dataclass
-class SquadConfig:
-    """What question answering adds to :class:`FinetuneConfig` (``--set squad.KEY=VALUE``)."""
-
-    doc_stride: int = 128  # tokens between the starts of a passage's windows
-    max_query_len: int = 64  # a longer question is cut
-    n_best: int = 20  # start and end candidates per window
-    max_answer_len: int = 30  # tokens
-    # Offline there is no training set: train on the first N articles of the dev file and score
-    # on the rest (0: train on --train FILE or the hub's training set).
-    train_articles: int = 0
-
-    def validate(self) -> "SquadConfig":
-        for f in ("doc_stride", "max_query_len", "n_best", "max_answer_len"):
-            if getattr(self, f) <= 0:
-                raise ValueError(f"squad.{f} must be positive, got {getattr(self, f)}")
-        if self.train_articles < 0:
-            raise ValueError(f"squad.train_articles must be >= 0, got {self.train_articles}")
-        return self
 
 
 class SpanQA(nn.Module):

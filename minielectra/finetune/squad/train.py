@@ -23,13 +23,14 @@ import torch
 from ...overrides import apply_overrides, override_keys
 from ...safeio import write_file
 from . import data as squad_data, eval as squad_eval
-from ...training.device import autocast, device_named
-from ..classifier import FinetuneConfig, lr_factor, make_optimizer, optimizer_step
+from ...training.device import autocast, device_named, resolve_device
+from ...config import FinetuneConfig, SquadConfig
+from ..classifier import lr_factor, make_optimizer, optimizer_step
 from ..classifier import collate as collate_rows
 from ..train import batch_order, get_tokenizer, open_checkpoint
 from .data import SquadSet
 from .features import Window, make_all_windows
-from .model import FinetunedQA, SpanQA, SquadConfig, build_span_qa, save_qa, span_loss
+from .model import FinetunedQA, SpanQA, build_span_qa, save_qa, span_loss
 from .post import predict_answers
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,7 @@ def _configs(overrides: Sequence[str], max_positions: int
     apply_overrides({"finetune": cfg, "squad": squad}, defaults + list(overrides))
     cfg.validate()
     squad.validate()
+    resolve_device(cfg)  # a device or precision this machine lacks
     if cfg.shuffle_buffer:  # the official stream is only reproduced for GLUE's loop
         raise ValueError("finetune.shuffle_buffer is for GLUE tasks; SQuAD reshuffles each epoch")
     if cfg.max_seq_len > max_positions:
