@@ -22,23 +22,27 @@ import torch
 
 from ..config import RunConfig
 from ..data.dataset import batch_iterator
-from ..model.electra import (gumbel_max_sample, mask_tokens, masked_lm_loss, replace_tokens,
-                             replaced_bce)
+from ..model.electra import (Electra, gumbel_max_sample, mask_tokens, masked_lm_loss,
+                             replace_tokens, replaced_bce)
 from .device import resolve_device
+from .inputs import prepare_data, set_token_ids
 from .optim import build_optimizer, lr_at, set_lr
 from .ranks import seed_slice
-from .setup import model_and_data
 
 
 def minimal_pretrain(cfg: RunConfig, *, steps: int | None = None) -> list[dict[str, float]]:
     """Pre-train ELECTRA as ``cfg`` says for ``steps`` updates (default ``train.max_steps``);
     returns each step's losses. Same seed, same losses as :func:`.loop.pretrain`."""
     t, obj = cfg.validate().train, cfg.objective
-    if t.grad_accum != 1 or t.precision != "fp32":
-        raise ValueError("minimal_pretrain takes one fp32 batch a step (train.grad_accum=1, "
-                         "train.precision=fp32); pretrain() does the rest")
+    if t.grad_accum != 1 or t.precision != "fp32" or obj.name != "electra":
+        raise ValueError("minimal_pretrain takes one fp32 batch a step of ELECTRA's objective "
+                         "(train.grad_accum=1, train.precision=fp32, objective.name=electra); "
+                         "pretrain() does the rest")
     device = resolve_device(t)
-    model, train_ds, _ = model_and_data(cfg, None, device, progress=False)  # seeded weights
+    torch.manual_seed(t.seed)  # first: the initial weights are a function of the seed
+    tokenizer, train_ds, _ = prepare_data(cfg, progress=False)
+    set_token_ids(cfg, tokenizer)  # the model's vocabulary and special ids: the tokenizer's
+    model = Electra(cfg.model, obj).to(device).train()
     optimizer = build_optimizer(model, t, device)
     batches = batch_iterator(train_ds, t.batch_size, seed=t.seed, device=device)
     history = []

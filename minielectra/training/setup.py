@@ -1,10 +1,9 @@
-"""Everything before the first step: config checks, resume checks, data, model, run directory.
+"""Everything before the library loop's first step: the run directory, the resume checks, the model.
 
 The run directory is locked and claimed first (:func:`lock_run_dir`, ``docs/guides/faults.md``).
 A fresh run refuses one that holds an earlier run's checkpoints; a resumed run continues from
 the newest *intact* checkpoint, written by the same configuration (:func:`resume_point`). Then
-the corpus becomes examples (:mod:`minielectra.data`) and the model is built (or reloaded) with
-the tokenizer's vocabulary and special ids.
+the model is built, or reloaded, on the data of :mod:`.inputs` (:func:`model_and_data`).
 
 Run layout (``train.out_dir``)::
 
@@ -29,16 +28,13 @@ from typing import Any
 import torch
 
 from ..config import RunConfig
-from ..data.corpus import open_corpus
-from ..data.dataset import build_dataset
-from ..data.prepare import load_prepared
-from ..data.tokenizer import resolve_tokenizer
 from ..model.electra import Electra
 from ..objectives.compute import build_model, load_model
 from ..model.storage import CheckpointError, verify_checksums
 from ..ownership import MANIFEST, Layout, check_claim, claim, refuse_overlap
 from ..safeio import LOCK_FILE, FolderLock, write_file
 from .checkpoints import checkpoint_dir, list_checkpoints
+from .inputs import prepare_data, set_token_ids
 
 log = logging.getLogger(__name__)
 
@@ -170,34 +166,6 @@ def refuse_earlier_run(cfg: RunConfig) -> None:
             f"{checkpoint_dir(cfg.train.out_dir)} already holds {len(found)} checkpoint(s) of an "
             f"earlier run (latest step {found[-1][0]}): delete them, choose another --out "
             "(train.out_dir), or continue that run with --resume")
-
-
-def prepare_data(cfg: RunConfig, *, tokenizer=None, progress: bool = True):
-    """Corpus -> WordPiece vocabulary (trained unless given) -> train and held-out datasets;
-    or a ``prepare`` folder's tokenizer and shards (``data.prepared``)."""
-    d = cfg.data
-    if d.prepared:
-        prepared_tokenizer, train, heldout = load_prepared(d.prepared, max_seq_len=d.max_seq_len)
-        if tokenizer is not None and tokenizer.vocab_hash != prepared_tokenizer.vocab_hash:
-            raise ValueError(f"--data {d.prepared}: its vocabulary is not the checkpoint's")
-        return tokenizer or prepared_tokenizer, train, heldout
-    corpus = open_corpus(d.corpus, cache_dir=d.cache_dir)
-    if tokenizer is None:  # trained on the training documents only
-        tokenizer = resolve_tokenizer(d, corpus.split(d.held_out_fraction)[0])
-    common = dict(max_seq_len=d.max_seq_len, held_out_fraction=d.held_out_fraction,
-                  seed=cfg.train.seed, short_seq_prob=d.short_seq_prob,
-                  single_segment_prob=d.single_segment_prob, cache_dir=d.cache_dir,
-                  num_workers=d.num_workers, progress=progress)
-    train = build_dataset(corpus, tokenizer, split="train", **common)
-    heldout = build_dataset(corpus, tokenizer, split="heldout", **common)
-    return tokenizer, train, heldout
-
-
-def set_token_ids(cfg: RunConfig, tokenizer) -> None:
-    """The model's vocabulary and special ids come from the tokenizer, not the preset."""
-    cfg.model.vocab_size = tokenizer.vocab_size
-    cfg.model.pad_token_id, cfg.model.cls_token_id = tokenizer.pad_id, tokenizer.cls_id
-    cfg.model.sep_token_id, cfg.model.mask_token_id = tokenizer.sep_id, tokenizer.mask_id
 
 
 def model_and_data(cfg: RunConfig, ckpt: Path | None, device: torch.device, progress: bool):
