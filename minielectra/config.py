@@ -19,7 +19,7 @@ from .overrides import apply_overrides, check_types, from_dict, override_keys  #
 from .presets import PRESETS
 from .safeio import read_json, write_file
 
-Tying = Literal["none", "embeddings", "all", "gdes"]
+Tying = Literal["none", "embeddings", "all"]
 Objective = Literal["electra", "mlm", "electra-15", "replace-mlm", "all-tokens-mlm"]
 Procedure = Literal["joint", "two-stage", "adversarial"]
 
@@ -49,16 +49,11 @@ class ModelConfig:
     # depth is not (the official code keeps all 12 layers). 1/4 is ELECTRA-Small; 1.0 is Small++.
     generator_size: float = 0.25
     # none: two separate models; embeddings: share word/position/segment embeddings and the
-    # embedding LayerNorm (official default); all: share every encoder weight (needs size 1.0);
-    # gdes: the discriminator reads stop-gradient(generator's tables) + its own residual
-    # (DeBERTaV3's gradient-disentangled sharing, minielectra.model.gdes).
+    # embedding LayerNorm (official default); all: share every encoder weight (needs size 1.0).
     tying: Tying = "embeddings"
     # "sdpa" calls torch's fused scaled_dot_product_attention; "reference" writes the softmax out.
     attention: Literal["sdpa", "reference"] = "sdpa"
     share_layers: bool = False  # ALBERT-style: one block's weights for every layer (ALECTRA)
-    # LTG-BERT's two extra LayerNorms in every block: a variant the paper does not use, like
-    # position_init, share_layers, tying="gdes" and attention (minielectra.model.variants).
-    extra_norm: bool = False
     # Special ids (BERT uncased vocab by default); set from the tokenizer when a vocab is trained.
     pad_token_id: int = 0
     cls_token_id: int = 101
@@ -231,7 +226,7 @@ class RunConfig:
         self.model.validate()
         self.objective.validate()
         if self.objective.procedure == "two-stage" and (
-                self.model.generator_size != 1.0 or self.model.tying in ("all", "gdes")):
+                self.model.generator_size != 1.0 or self.model.tying == "all"):
             raise ValueError("objective.procedure='two-stage' copies the generator into the "
                              "discriminator: it needs model.generator_size=1.0, tying "
                              "none|embeddings")

@@ -133,6 +133,11 @@ def checked(section: Any, prefix: str) -> Any:
     return section
 
 
+# Keys that configs and checkpoints written by earlier versions may hold, each with the one value
+# still read (as if the key were absent): options the package no longer has.
+RETIRED = {"model.extra_norm": False}
+
+
 def from_dict(cls: type, d: Any, prefix: str = "") -> Any:
     """A dataclass ``cls`` from a JSON object, recursing into sections; an unknown key or a
     value of the wrong type is refused, naming it (``prefix`` + key)."""
@@ -140,6 +145,12 @@ def from_dict(cls: type, d: Any, prefix: str = "") -> Any:
         raise ValueError(f"{prefix.rstrip('.') or 'the config'} must be a JSON object, got "
                          f"{type(d).__name__}")
     hints = field_types(cls)
+    for k in set(d) & {key.removeprefix(prefix) for key in RETIRED if key.startswith(prefix)}:
+        if d[k] != RETIRED[prefix + k]:  # a model this version does not build
+            raise ValueError(f"{prefix + k}={d[k]!r}: an option this version of minielectra does "
+                             "not have; only its default, "
+                             f"{prefix + k}={RETIRED[prefix + k]!r}, reads")
+        d = {key: v for key, v in d.items() if key != k}  # the default: read as if absent
     unknown = set(d) - set(hints)
     if unknown:
         raise KeyError(f"unknown config key(s) {sorted(prefix + k for k in unknown)}; "

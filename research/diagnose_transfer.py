@@ -70,7 +70,6 @@ def main() -> None:
     from sklearn.linear_model import LogisticRegression
 
     from minielectra.model.electra import Electra
-    from minielectra.model.gdes import word_embeddings
     from minielectra.config import FinetuneConfig
     from minielectra.finetune import run, train as ft
     from minielectra.finetune.glue.data import get_task
@@ -85,11 +84,10 @@ def main() -> None:
     random_model = Electra(pretrained.config)
     result["word_embedding_effective_rank"] = {
         "dims": pretrained.config.embedding_size,
-        # word_embeddings folds a gdes checkpoint's residual in: the table the network reads
         "pretrained": round(effective_rank(
-            word_embeddings(pretrained.discriminator.encoder.embeddings)), 1),
+            pretrained.discriminator.encoder.embeddings.word.weight.detach()), 1),
         "random_init": round(effective_rank(
-            word_embeddings(random_model.discriminator.encoder.embeddings)), 1)}
+            random_model.discriminator.encoder.embeddings.word.weight.detach()), 1)}
 
     if not task.is_regression:
         data = ft.prepare_data(task, tokenizer, FinetuneConfig(),

@@ -136,3 +136,17 @@ def test_gpu_presets_train_with_the_bert_uncased_vocabulary(name):
     tok = resolve_tokenizer(cfg.data, data_dir=root)
     assert tok.vocab_size == cfg.model.vocab_size == 30522
     assert tok.encode("the electra model")[:1] == [tok.token_to_id("the")]
+
+
+def test_a_retired_option_reads_at_its_default_and_is_refused_otherwise():
+    """A config or checkpoint written when ``model.extra_norm`` existed still loads when the
+    option was off; with it on, one line says what cannot be built."""
+    from minielectra.config import ModelConfig, RunConfig
+    from minielectra.overrides import from_dict
+    saved = RunConfig().to_dict()
+    saved["model"]["extra_norm"] = False
+    assert RunConfig.from_dict(saved) == RunConfig()
+    with pytest.raises(ValueError, match=r"model.extra_norm=True: an option this version"):
+        from_dict(ModelConfig, {"extra_norm": True}, prefix="model.")
+    with pytest.raises(ValueError, match="model.tying expects"):
+        from_dict(ModelConfig, {"tying": "gdes"}, prefix="model.")

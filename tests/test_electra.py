@@ -407,7 +407,7 @@ def test_sinusoids_depend_on_the_offset_only():
     assert sinusoids(5, 7).shape == (5, 7)  # an odd width keeps its last sine
 
 
-@pytest.mark.parametrize("tying", ["none", "embeddings", "gdes"])
+@pytest.mark.parametrize("tying", ["none", "embeddings"])
 def test_sinusoidal_position_init_every_table_same_std(tying):
     from minielectra.model.transformer import sinusoids
     torch.manual_seed(0)
@@ -425,43 +425,11 @@ def test_sinusoidal_position_init_every_table_same_std(tying):
     first = [m.position.weight for m in plain.modules() if type(m).__name__ == "Embeddings"][0]
     assert not torch.allclose(first / first.std(), expected / expected.std(), atol=0.1)
     # the word tables are drawn exactly as without the option
-    torch.testing.assert_close(model.discriminator.encoder.embeddings.word.weight
-                               if tying != "gdes" else model.generator.encoder.embeddings.word.weight,
-                               plain.discriminator.encoder.embeddings.word.weight
-                               if tying != "gdes" else plain.generator.encoder.embeddings.word.weight)
+    torch.testing.assert_close(model.discriminator.encoder.embeddings.word.weight,
+                               plain.discriminator.encoder.embeddings.word.weight)
 
 
 def test_position_init_is_checked():
     with pytest.raises(ValueError, match="position_init"):
         Electra(tiny_config(position_init="rope"))
 
-
-# --------------------------------------------------------------------- extra normalisation
-
-
-def test_extra_norm_normalises_merged_heads_and_ffn_activations(tmp_path):
-    """model.extra_norm adds exactly two LayerNorms a block (LTG-BERT's, from NormFormer), in
-    both networks, and each normalises what it should: checked against the block by hand."""
-    import torch.nn.functional as F
-    plain, extra = Electra(tiny_config()), Electra(tiny_config(extra_norm=True))
-    cfg = tiny_config()
-    added = sum(p.numel() for p in extra.parameters()) - sum(p.numel() for p in plain.parameters())
-    per_block = lambda c: 2 * c.hidden_size + 2 * c.intermediate_size  # weight and bias each
-    assert added == cfg.num_layers * (per_block(cfg) + per_block(cfg.generator()))
-    block = extra.discriminator.encoder.layers[0].eval()
-    with torch.no_grad():
-        for norm in (block.attn.merged_norm, block.ffn_mid_norm):  # not the identity at init
-            norm.weight.uniform_(0.5, 1.5)
-            norm.bias.uniform_(-0.5, 0.5)
-    x = torch.randn(2, 5, cfg.hidden_size)
-    q, k, v = block.attn.qkv(x).chunk(3, dim=-1)
-    heads = lambda t: t.view(2, 5, cfg.num_heads, -1).transpose(1, 2)
-    ctx = F.scaled_dot_product_attention(heads(q), heads(k), heads(v))
-    merged = ctx.transpose(1, 2).reshape(2, 5, cfg.hidden_size)
-    x1 = block.attn_norm(x + block.attn.out(block.attn.merged_norm(merged)))
-    h = block.ffn_mid_norm(F.gelu(block.ffn_in(x1)))
-    torch.testing.assert_close(block(x), block.ffn_norm(x1 + block.ffn_out(h)))
-    # saved and loaded with its option; without it, a checkpoint has no such weights
-    back = Electra.from_pretrained(extra.save_pretrained(tmp_path / "ckpt"))
-    assert back.config.extra_norm and back.discriminator.encoder.layers[1].ffn_mid_norm is not None
-    assert not any("merged_norm" in k or "ffn_mid_norm" in k for k in plain.state_dict())

@@ -179,7 +179,7 @@ def test_the_layout_page_names_every_room_with_its_layer():
 LIGHT = {"minielectra", "minielectra.config", "minielectra.overrides", "minielectra.presets",
          "minielectra.safeio", "minielectra.model", "minielectra.model.electra",
          "minielectra.model.transformer", "minielectra.model.attention",
-         "minielectra.model.gdes", "minielectra.model.variants", "minielectra.model.cpu"}
+         "minielectra.model.cpu"}
 
 SPY = """
 import os, sys

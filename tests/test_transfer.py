@@ -13,7 +13,6 @@ import torch
 
 from minielectra.config import ModelConfig
 from minielectra.model.electra import Electra
-from minielectra.model.gdes import plain_state_dict
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research"))
 import transfer  # noqa: E402  (research/transfer.py)
 
@@ -46,12 +45,12 @@ def test_random_arm_does_not_depend_on_tying_or_generator_size():
     """The from-scratch encoder of each row's twin is the same for any tying or generator size
     (a fresh Electra of the pre-trained config would not be: the generator's draws come first)."""
     states = []
-    for tying, size in (("embeddings", 0.25), ("none", 0.5), ("gdes", 0.25)):
+    for tying, size in (("embeddings", 0.25), ("none", 0.5), ("all", 1.0)):
         cfg = ModelConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_layers=2,
                           num_heads=2, intermediate_size=32, generator_size=size, tying=tying)
         twin = transfer.random_twin(Electra(cfg))
         torch.manual_seed(3)  # what finetune(from_scratch) does with the twin's config
-        states.append(plain_state_dict(Electra(twin.config).discriminator.encoder))
+        states.append(Electra(twin.config).discriminator.encoder.state_dict())
     for other in states[1:]:
         assert other.keys() == states[0].keys()
         assert all(torch.equal(other[k], states[0][k]) for k in states[0])
@@ -62,11 +61,11 @@ def _cached_runs(out):
 
 
 def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
-    r = transfer.run_transfer(rows=["pt-embeddings", "pt-gdes"], sizes=[16, 24], seeds=2,
+    r = transfer.run_transfer(rows=["pt-embeddings", "pt-mask-0.25"], sizes=[16, 24], seeds=2,
                               pretrain_steps=[4, 8], progress=False, **setup)
     summary = r["summary"]
     assert [(s["name"], s["pretrain_steps"]) for s in summary] == [
-        ("pt-embeddings", 4), ("pt-embeddings", 8), ("pt-gdes", 4), ("pt-gdes", 8)]
+        ("pt-embeddings", 4), ("pt-embeddings", 8), ("pt-mask-0.25", 4), ("pt-mask-0.25", 8)]
     data = json.loads((setup["out"] / "transfer" / "results.json").read_text())
     for row, measured in zip(summary, data["rows"]):
         assert row["minutes"] > 0 and 0 <= row["disc_auc"] <= 1
@@ -81,7 +80,7 @@ def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
     assert sum(x["arm"] == "random" for x in runs) == 2 * 2
     assert sum(x["arm"] == "pretrained" for x in runs) == 4 * 2 * 2
     md = (setup["out"] / "transfer" / "results.md").read_text()
-    assert md.count("pre-train: gdes") == 2
+    assert md.count("pre-train: masking rate 25%") == 2
     assert (setup["out"] / "transfer" / "gain_vs_minutes.svg").read_text().startswith("<svg")
 
     # Fine-tuning rows on two of those checkpoints, through the script's command line; reinit-1 and epochs-10
@@ -106,17 +105,17 @@ def test_transfer_end_to_end_pretraining_then_finetuning_rows(setup):
 
     # --report-only: what is there, nothing new (a third seed and an untrained budget are absent)
     before = len(_cached_runs(setup["out"]))
-    partial = transfer.run_transfer(rows=["pt-embeddings", "pt-gdes"], sizes=[16], seeds=3,
+    partial = transfer.run_transfer(rows=["pt-embeddings", "pt-mask-0.25"], sizes=[16], seeds=3,
                                     pretrain_steps=[4, 12], report_only=True, progress=False,
                                     **setup)["summary"]
     assert [(s["name"], s["pretrain_steps"]) for s in partial] == [("pt-embeddings", 4),
-                                                                   ("pt-gdes", 4)]
+                                                                   ("pt-mask-0.25", 4)]
     assert partial[1]["sizes"][0]["gains"] == summary[2]["sizes"][0]["gains"]
     # A fine-tuning row never run on a checkpoint is left out, not reported empty, even where
-    # its random arm exists (reinit-1's is epochs-10's, which ran on the gdes checkpoint).
-    gdes = summary[2]["checkpoint"]
+    # its random arm exists (reinit-1's is epochs-10's, which ran on the masking-rate checkpoint).
+    masking = summary[2]["checkpoint"]
     mixed = transfer.run_transfer(rows=["reinit-1", "adam"], sizes=[16], seeds=2,
-                                  checkpoint=[ckpts[0], gdes], report_only=True,
+                                  checkpoint=[ckpts[0], masking], report_only=True,
                                   progress=False, **setup)["summary"]
     assert [(s["name"], s["checkpoint"]) for s in mixed] == [("reinit-1", ckpts[0])]
     # --set with an option the row sets too (as when pre-training rows are fine-tuned with

@@ -21,7 +21,6 @@ from torch import nn
 
 from ..config import FinetuneConfig, ModelConfig, TrainConfig
 from ..model.electra import Electra
-from ..model.gdes import plain_state_dict
 from ..model.transformer import Encoder
 from ..training.optim import AdamWeightDecay, lr_at
 from .task import Example, Task
@@ -50,7 +49,7 @@ def load_encoder(model: nn.Module, pretrained, cfg: FinetuneConfig) -> nn.Module
     """``model`` (a classifier or span head, just built) with a copy of ``pretrained``'s
     discriminator encoder; with ``from_scratch`` a fresh one of the same shape."""
     source = Electra(pretrained.config) if cfg.from_scratch else pretrained
-    model.encoder.load_state_dict(plain_state_dict(source.discriminator.encoder))  # GDES folded
+    model.encoder.load_state_dict(source.discriminator.encoder.state_dict())
     return model
 
 

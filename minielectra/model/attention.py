@@ -87,7 +87,7 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, hidden_size: int, num_heads: int, *, dropout: float = 0.1,
-                 impl: str = "sdpa", merged_norm: nn.Module | None = None):
+                 impl: str = "sdpa"):
         super().__init__()
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size {hidden_size} not divisible by num_heads {num_heads}")
@@ -98,7 +98,6 @@ class MultiHeadAttention(nn.Module):
         self.impl = impl
         self.qkv = Linear(hidden_size, 3 * hidden_size)
         self.out = Linear(hidden_size, hidden_size)
-        self.merged_norm = merged_norm  # a LayerNorm with model.extra_norm only (.variants)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``x`` (b, n, d), ``mask`` (b, 1, 1, n) boolean from :func:`padding_mask` -> (b, n, d)."""
@@ -110,4 +109,4 @@ class MultiHeadAttention(nn.Module):
         else:
             ctx = reference_attention(q, k, v, mask, dropout=dropout, training=self.training)
         merged = rearrange(ctx, "b h n e -> b n (h e)")  # (b, n, d)
-        return self.out(merged if self.merged_norm is None else self.merged_norm(merged))
+        return self.out(merged)

@@ -30,7 +30,6 @@ from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig
 from ..overrides import checked
-from .gdes import ResidualEmbeddings
 from .cpu import Linear, linear
 from .transformer import Embeddings, Encoder, init_sinusoidal_positions, init_weights
 
@@ -183,9 +182,9 @@ def replace_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, masked
 class Discriminator(nn.Module):
     """A BERT encoder with a per-token head: dense -> GELU -> dense(1) = logit of "replaced"."""
 
-    def __init__(self, cfg: ModelConfig, *, embeddings: Embeddings | None = None):
+    def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.encoder = Encoder(cfg, embeddings=embeddings)
+        self.encoder = Encoder(cfg)
         self.head_dense = Linear(cfg.hidden_size, cfg.hidden_size)
         self.head_out = Linear(cfg.hidden_size, 1)
 
@@ -281,11 +280,7 @@ class Electra(nn.Module):
     def build(self, *, generator: bool = True) -> None:
         """The discriminator and the generator, sharing what ``model.tying`` says (paper 3.2)."""
         config, gen_cfg = self.config, self.config.generator()
-        # gdes: the generator owns the tables; the discriminator reads them through a
-        # stop-gradient plus a residual of its own (minielectra.model.gdes).
-        gdes_base = Embeddings(gen_cfg) if config.tying == "gdes" else None
-        self.discriminator = Discriminator(
-            config, embeddings=None if gdes_base is None else ResidualEmbeddings(config, gdes_base))
+        self.discriminator = Discriminator(config)
         shared = self.discriminator.encoder.embeddings
         if not generator:  # a discriminator alone (BERT's baseline corrupts with [MASK])
             self.generator = None
@@ -293,8 +288,6 @@ class Electra(nn.Module):
             self.generator = Generator(gen_cfg, encoder=self.discriminator.encoder)
         elif config.tying == "embeddings":  # paper default: word, position, segment + LayerNorm
             self.generator = Generator(gen_cfg, embeddings=shared)
-        elif config.tying == "gdes":
-            self.generator = Generator(gen_cfg, embeddings=gdes_base)
         else:
             self.generator = Generator(gen_cfg)
 

@@ -38,7 +38,6 @@ from ..overrides import from_dict
 from ..safeio import read_json, replace_dir, write_file
 from .storage import (CheckpointError, check_state, load_tokenizer,
                       order_safetensors_file, write_error)
-from .gdes import plain_state_dict
 
 logger = logging.getLogger(__name__)
 
@@ -116,8 +115,7 @@ def to_hf_state(net: nn.Module, role: Role) -> dict[str, torch.Tensor]:
     """A :class:`Discriminator` or :class:`Generator` -> transformers' state dict (float32, CPU)."""
     names = module_names(role, len(net.encoder.layers))
     out = {}
-    # GDES embeddings (model.tying=gdes) are written folded: transformers has one table each.
-    for name, tensor in plain_state_dict(net).items():
+    for name, tensor in net.state_dict().items():
         targets = _hf_names(name, names)
         # clone: chunks of qkv share storage, which safetensors refuses to write
         parts = tensor.detach().to("cpu", torch.float32).chunk(len(targets), dim=0)
@@ -346,9 +344,6 @@ def export(model: nn.Module, path: str | Path) -> Path:
         raise ValueError("model.share_layers=true (ALECTRA) has no transformers ELECTRA "
                          "equivalent (one weight set per layer there); keep it in minielectra's "
                          "format")
-    if model.config.extra_norm:
-        raise ValueError("model.extra_norm=true adds LayerNorms that transformers' ELECTRA does "
-                         "not have; keep it in minielectra's format")
     path = Path(path)
     with replace_dir(path) as tmp:
         nets = [("discriminator", model.discriminator, model.config, "discriminator")]

@@ -18,7 +18,6 @@ from torch import nn
 from .attention import MultiHeadAttention, padding_mask
 from .cpu import Embedding, Linear
 from ..config import ModelConfig
-from .variants import extra_norm
 
 
 class Embeddings(nn.Module):
@@ -54,21 +53,17 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d = cfg.hidden_size
-        # merged_norm and ffn_mid_norm: LayerNorms with model.extra_norm only (.variants)
         self.attn = MultiHeadAttention(d, cfg.num_heads, dropout=cfg.attention_dropout,
-                                       impl=cfg.attention, merged_norm=extra_norm(d, cfg))
+                                       impl=cfg.attention)
         self.attn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.ffn_in = Linear(d, cfg.intermediate_size)
-        self.ffn_mid_norm = extra_norm(cfg.intermediate_size, cfg)
         self.ffn_out = Linear(cfg.intermediate_size, d)
         self.ffn_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         x = self.attn_norm(x + self.dropout(self.attn(x, mask)))  # (b, n, d)
-        h = F.gelu(self.ffn_in(x))  # exact (erf) GELU, as the official code
-        if self.ffn_mid_norm is not None:
-            h = self.ffn_mid_norm(h)  # (b, n, f)
+        h = F.gelu(self.ffn_in(x))  # (b, n, f): exact (erf) GELU, as the official code
         return self.ffn_norm(x + self.dropout(self.ffn_out(h)))  # (b, n, d)
 
 
