@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from .overrides import apply_overrides, check_types, from_dict, override_keys  # noqa: F401
+from .overrides import apply_overrides, check_types, checked, from_dict, override_keys  # noqa: F401
 from .presets import PRESETS
 from .safeio import read_json, write_file
 
@@ -60,13 +60,20 @@ class ModelConfig:
     sep_token_id: int = 102
     mask_token_id: int = 103
 
+    def __post_init__(self) -> None:  # a model is only ever built from a valid config
+        checked(self, "model.")
+
     def generator(self) -> "ModelConfig":
         """The generator's shape: width scaled by ``generator_size``, same depth and embeddings."""
+        hidden, heads, intermediate = self.generator_widths()
+        return dataclasses.replace(self, hidden_size=hidden, num_heads=heads,
+                                   intermediate_size=intermediate, generator_size=1.0)
+
+    def generator_widths(self) -> tuple[int, int, int]:
+        """The generator's hidden size, heads and FFN width: the discriminator's, scaled."""
         s = self.generator_size
-        return dataclasses.replace(self, hidden_size=max(1, round(self.hidden_size * s)),
-                                   num_heads=max(1, round(self.num_heads * s)),
-                                   intermediate_size=max(1, round(self.intermediate_size * s)),
-                                   generator_size=1.0)
+        return tuple(max(1, round(n * s)) for n in (self.hidden_size, self.num_heads,
+                                                    self.intermediate_size))
 
     def validate(self) -> None:
         for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
@@ -81,12 +88,13 @@ class ModelConfig:
         if not 0 <= self.initializer_range < float("inf"):
             raise ValueError(f"model.initializer_range must be >= 0, got "
                              f"{self.initializer_range}")
-        for cfg, who in ((self, "discriminator"), (self.generator(), "generator")):
-            if cfg.hidden_size % cfg.num_heads:
-                raise ValueError(f"{who} hidden_size {cfg.hidden_size} is not divisible by "
-                                 f"num_heads {cfg.num_heads}")
         if not 0 < self.generator_size <= 1:
             raise ValueError(f"model.generator_size must be in (0, 1], got {self.generator_size}")
+        for (hidden, heads, _), who in (((self.hidden_size, self.num_heads, 0), "discriminator"),
+                                        (self.generator_widths(), "generator")):
+            if hidden % heads:
+                raise ValueError(f"{who} hidden_size {hidden} is not divisible by "
+                                 f"num_heads {heads}")
         if self.tying == "all" and self.generator_size != 1.0:
             raise ValueError("model.tying='all' shares every encoder weight, so it needs "
                              f"generator_size=1.0 (got {self.generator_size})")
@@ -111,6 +119,9 @@ class ObjectiveConfig:
     gen_weight: float = 1.0
     disc_weight: float = 50.0  # the paper's lambda
     temperature: float = 1.0  # Gumbel-max sampling temperature for the generator
+
+    def __post_init__(self) -> None:
+        checked(self, "objective.")
 
     def validate(self) -> None:
         if not 0 < self.mask_prob < 1:

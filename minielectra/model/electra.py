@@ -29,7 +29,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import ModelConfig, ObjectiveConfig
-from ..overrides import checked
 from .cpu import Linear, linear
 from .transformer import Embeddings, Encoder, init_sinusoidal_positions, init_weights
 
@@ -267,8 +266,8 @@ class Electra(nn.Module):
 
     def __init__(self, config: ModelConfig, objective: ObjectiveConfig | None = None):
         super().__init__()
-        self.config = checked(config, "model.")  # types, then ranges
-        self.objective = checked(objective or ObjectiveConfig(), "objective.")
+        self.config = config  # checked when it was made (ModelConfig.__post_init__)
+        self.objective = objective or ObjectiveConfig()
         if self.objective.name not in self.trains:
             raise ValueError(f"{type(self).__name__} does not train objective.name="
                              f"{self.objective.name!r}: build the model with "

@@ -175,18 +175,17 @@ def config_from_hf(disc: dict | None, gen: dict | None, *, tying: Tying,
                    vocab: Path | None = None) -> ModelConfig:
     """One ModelConfig from a discriminator config and/or a generator config (transformers')."""
     base = disc if disc is not None else gen
-    cfg = ModelConfig(**{ours: base[theirs] for ours, theirs in CONFIG_NAMES.items()},
-                      **_special_ids(base, vocab), tying=tying)
+    fields = {**{ours: base[theirs] for ours, theirs in CONFIG_NAMES.items()},
+              **_special_ids(base, vocab), "tying": tying}
     if disc is not None and gen is not None:
-        cfg.generator_size = gen["hidden_size"] / disc["hidden_size"]
+        cfg = ModelConfig(**fields, generator_size=gen["hidden_size"] / disc["hidden_size"])
     elif disc is None:  # only a generator: give the fresh discriminator the same shape
-        cfg.generator_size = 1.0
+        cfg = ModelConfig(**fields, generator_size=1.0)
     else:  # only a discriminator: a fresh ELECTRA-Small-style generator, 1/4 wide if it can be
         try:
-            cfg.validate()
+            cfg = ModelConfig(**fields)
         except ValueError:
-            cfg.generator_size = 1.0
-    cfg.validate()
+            cfg = ModelConfig(**fields, generator_size=1.0)
     if disc is not None and gen is not None:
         _check_generator_shape(cfg, gen)
     if max(cfg.cls_token_id, cfg.sep_token_id, cfg.mask_token_id) >= cfg.vocab_size:
