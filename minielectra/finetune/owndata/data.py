@@ -127,6 +127,8 @@ def _jsonl_rows(path: Path, text: str) -> list[Row]:
         except KeyError as e:
             raise ValueError(f"{path}: line {n}: the object names {e.args[0]!r} twice; one of "
                              "the two would be read, silently") from None
+        except RecursionError:  # Python's parser gives up on deep nesting: not a record
+            raise ValueError(f"{path}: line {n}: JSON nested too deeply to be a record") from None
         if not isinstance(record, dict):
             raise ValueError(f"{path}: line {n}: a JSON {type(record).__name__}, not an object "
                              "with text and label fields")
