@@ -1,7 +1,8 @@
 """A fine-tuning task and its examples: what GLUE, your own data and the classifier share.
 
-A :class:`Task` says where a task's text lives and how it is scored; GLUE's nine are in
-:mod:`.glue.data`, a user's files become one in :mod:`.owndata.data`.
+A :class:`Task` says how a task is scored and, in its family's subclass, where its examples come
+from (:meth:`Task.examples`): GLUE's nine are in :mod:`.glue.data`, a user's files become one in
+:mod:`.owndata.data`. The shared fine-tuning code knows a task only through this class.
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ class Task:
     def is_pair(self) -> bool:
         """Sentence pairs (MRPC, STS-B, the NLI tasks) rather than single sentences."""
         return len(self.hub_fields) == 2
+
+    def examples(self, split: str, *, data_dir: str | Path | None = None) -> list[Example]:
+        """The examples of ``split`` ("train" or "dev"), from where the task's family keeps them
+        (GLUE's files or the hub, a user's files); a task rebuilt for ``predict`` has none."""
+        raise ValueError(f"task {self.name!r} carries no {split} examples: it describes a "
+                         "fine-tuned model's labels, not a data set")
 
 
 @dataclass

@@ -34,10 +34,8 @@ from ..training.device import autocast, device_named
 from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate,
                          lr_factor, make_optimizer, optimizer_step, task_loss)
 from .epochs import EpochScores
-from .glue.data import load_split
 from .saved import save_finetuned
 from ..progress import progress_bar
-from .owndata.data import UserTask
 from .task import Task, subset, swap_segments
 from .windows import (Encoded, encode_texts, predict_texts, warn_long,
                       warn_untrained_positions)
@@ -82,11 +80,7 @@ def hold_out(train: list, fraction: float = CHOICE_FRACTION) -> tuple[list, list
 def prepare_data(task: Task, tokenizer, cfg: FinetuneConfig, *, data_dir=None,
                  max_train_examples: int | None = None) -> TaskData:
     """Tokenised train and dev sets; ``max_train_examples`` keeps a fixed random subset."""
-    if isinstance(task, UserTask):  # a user's files or hub dataset, read when the task was built
-        full, dev = list(task.train_examples), list(task.dev_examples)
-    else:
-        full = load_split(task, "train", data_dir=data_dir)
-        dev = load_split(task, "dev", data_dir=data_dir)
+    full, dev = (task.examples(split, data_dir=data_dir) for split in ("train", "dev"))
     train = subset(full, max_train_examples)
     raw = len(train)
     train, choice = hold_out(train) if cfg.keep_epoch == "best" else (train, None)

@@ -22,25 +22,33 @@ from ..task import Example, Task, read_text, subset
 _BINARY = ("0", "1")
 _NLI = ("entailment", "not_entailment")
 
+class GlueTask(Task):
+    """A GLUE task: its examples are the data directory's TSV files, or the hub's."""
+
+    def examples(self, split: str, *, data_dir: str | Path | None = None) -> list[Example]:
+        return load_split(self, split, data_dir=data_dir)
+
+
 TASKS: dict[str, Task] = {t.name: t for t in (
-    Task("cola", "CoLA", "CoLA", (3,), 1, ("sentence",), ("unacceptable", "acceptable"), _BINARY,
-         ("matthews_corr",), header=False),
-    Task("sst2", "SST-2", "SST-2", (0,), 1, ("sentence",), ("negative", "positive"), _BINARY,
-         ("accuracy",)),
-    Task("mrpc", "MRPC", "MRPC", (3, 4), 0, ("sentence1", "sentence2"),
-         ("not_equivalent", "equivalent"), _BINARY, ("accuracy", "f1"), swap_augment=True),
-    Task("stsb", "STS-B", "STS-B", (7, 8), -1, ("sentence1", "sentence2"), None, None,
-         ("spearman", "pearson"), epochs=10, swap_augment=True),
-    Task("qqp", "QQP", "QQP", (3, 4), 5, ("question1", "question2"),
-         ("not_duplicate", "duplicate"), _BINARY, ("accuracy", "f1")),
-    Task("mnli", "MNLI", "MNLI", (8, 9), -1, ("premise", "hypothesis"),
-         ("entailment", "neutral", "contradiction"), ("entailment", "neutral", "contradiction"),
-         ("accuracy",), dev_file="dev_matched", hub_dev_split="validation_matched"),
-    Task("qnli", "QNLI", "QNLI", (1, 2), -1, ("question", "sentence"), _NLI, _NLI, ("accuracy",)),
-    Task("rte", "RTE", "RTE", (1, 2), -1, ("sentence1", "sentence2"), _NLI, _NLI, ("accuracy",),
-         epochs=10),
-    Task("wnli", "WNLI", "WNLI", (1, 2), -1, ("sentence1", "sentence2"),
-         ("not_entailment", "entailment"), _BINARY, ("accuracy",)),
+    GlueTask("cola", "CoLA", "CoLA", (3,), 1, ("sentence",), ("unacceptable", "acceptable"),
+             _BINARY, ("matthews_corr",), header=False),
+    GlueTask("sst2", "SST-2", "SST-2", (0,), 1, ("sentence",), ("negative", "positive"),
+             _BINARY, ("accuracy",)),
+    GlueTask("mrpc", "MRPC", "MRPC", (3, 4), 0, ("sentence1", "sentence2"),
+             ("not_equivalent", "equivalent"), _BINARY, ("accuracy", "f1"), swap_augment=True),
+    GlueTask("stsb", "STS-B", "STS-B", (7, 8), -1, ("sentence1", "sentence2"), None, None,
+             ("spearman", "pearson"), epochs=10, swap_augment=True),
+    GlueTask("qqp", "QQP", "QQP", (3, 4), 5, ("question1", "question2"),
+             ("not_duplicate", "duplicate"), _BINARY, ("accuracy", "f1")),
+    GlueTask("mnli", "MNLI", "MNLI", (8, 9), -1, ("premise", "hypothesis"),
+             ("entailment", "neutral", "contradiction"), ("entailment", "neutral", "contradiction"),
+             ("accuracy",), dev_file="dev_matched", hub_dev_split="validation_matched"),
+    GlueTask("qnli", "QNLI", "QNLI", (1, 2), -1, ("question", "sentence"), _NLI, _NLI,
+             ("accuracy",)),
+    GlueTask("rte", "RTE", "RTE", (1, 2), -1, ("sentence1", "sentence2"), _NLI, _NLI,
+             ("accuracy",), epochs=10),
+    GlueTask("wnli", "WNLI", "WNLI", (1, 2), -1, ("sentence1", "sentence2"),
+             ("not_entailment", "entailment"), _BINARY, ("accuracy",)),
 )}
 
 # The paper's table order; the GLUE score averages these eight (WNLI is left out, as in BERT).

@@ -43,6 +43,10 @@ class UserTask(Task):
     train_examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
     dev_examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
 
+    def examples(self, split: str, *, data_dir: str | Path | None = None) -> list[Example]:
+        """Read when the task was built (from the user's files or a hub dataset)."""
+        return list(self.train_examples if split == "train" else self.dev_examples)
+
 
 def file_kind(path: Path) -> str:
     """The extension that names the format, ``.gz`` looked through: ``.csv`` for a.csv.gz."""
