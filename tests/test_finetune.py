@@ -29,7 +29,7 @@ from minielectra.finetune import saved as saved_model
 from minielectra.finetune.glue import suite as tasks_suite
 from minielectra.training import checkpoints as training_checkpoints
 from minielectra.training.checkpoints import resolve_checkpoint
-from minielectra.finetune.owndata.inputs import read_lines
+from minielectra.finetune.inputs import read_lines
 
 FAST = ["finetune.eval_batch_size=64"]
 

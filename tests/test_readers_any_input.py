@@ -19,8 +19,9 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis", reason="the tests' extra (hypothesis) is missing")
 from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
 
-from minielectra.finetune.owndata.data import Columns, read_rows, task_from_files  # noqa: E402
-from minielectra.finetune.owndata.inputs import parse_lines, read_inputs  # noqa: E402
+from minielectra.finetune.owndata.data import Columns, task_from_files  # noqa: E402
+from minielectra.finetune.tables import read_rows  # noqa: E402
+from minielectra.finetune.inputs import parse_lines, read_inputs  # noqa: E402
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,

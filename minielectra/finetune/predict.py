@@ -1,7 +1,7 @@
 """Scoring new sentences (or sentence pairs) with a fine-tuned model (:mod:`.saved`).
 
 ``minielectra predict --model DIR TEXT ...`` (pairs two at a time; ``-``: standard input; or
-``--file F``, :mod:`.owndata.inputs`) is :func:`run_predict`; text is encoded exactly as in
+``--file F``, :mod:`.inputs`) is :func:`run_predict`; text is encoded exactly as in
 fine-tuning (longest-first truncation to the run's ``max_seq_len``, or :mod:`.windows`).
 """
 
@@ -15,7 +15,7 @@ import torch
 
 from .task import Example, Task
 from .saved import Finetuned, load_finetuned
-from .owndata.inputs import parse_lines, read_inputs
+from .inputs import parse_lines, read_inputs
 from .windows import encode_texts, predict_texts, warn_long
 
 Pair = tuple[str, "str | None"]
@@ -78,7 +78,7 @@ def run_predict(model: str | Path, pairs: Sequence[str | Pair] = (), *,
                 text_column: str | None = None, text_pair_column: str | None = None,
                 long_text: str | None = None, progress: bool = False) -> dict[str, Any]:
     """``minielectra predict``: each input (``pairs``, ``texts`` as the command line gives them,
-    or those of ``file``: :func:`.owndata.inputs.read_inputs`) with its prediction, as JSON."""
+    or those of ``file``: :func:`.inputs.read_inputs`) with its prediction, as JSON."""
     ft = load_finetuned(model)
     if texts:
         pairs = group_texts(texts, ft.task)

@@ -1,7 +1,7 @@
 """The inputs of ``minielectra predict --file F``: a table with a text column, or plain lines.
 
 - ``.csv``, ``.jsonl`` (each optionally ``.gz``): read as fine-tuning reads them
-  (:func:`.data.read_rows`); the text is ``text_column``, the model's own input field (SST-2's
+  (:func:`.tables.read_rows`); the text is ``text_column``, the model's own input field (SST-2's
   ``sentence``) or ``text``; a pair task's second text likewise. Other columns are ignored.
 - ``.tsv``: a table too when its first line names the text column; otherwise lines.
 - Anything else (``.txt``...): one input a line, ``A`` or ``A<TAB>B`` (:func:`read_lines`).
@@ -13,8 +13,8 @@ import csv
 from pathlib import Path
 from typing import Sequence
 
-from ..task import read_text
-from .data import Row, file_kind, read_rows, table_reader
+from .tables import Row, file_kind, read_rows, table_reader
+from .task import read_text
 
 Pair = tuple[str, "str | None"]
 TABLES = (".csv", ".tsv", ".jsonl")
