@@ -207,7 +207,8 @@ def finetune_setup(examples: int):
     the bundled checkpoint's vocabulary; None without the data."""
     from minielectra.finetune.classifier import FinetuneConfig
     from minielectra.finetune.glue.data import get_task
-    from minielectra.finetune.train import open_checkpoint, prepare_data
+    from minielectra.finetune.train import prepare_data
+    from minielectra.training.opening import open_checkpoint
     data_dir = os.environ.get("MINIELECTRA_DATA_DIR")
     if not data_dir or not (Path(data_dir) / "glue" / "SST-2").is_dir():
         return None

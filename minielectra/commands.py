@@ -169,7 +169,7 @@ def cmd_squad_eval(args) -> dict:
 def cmd_convert(args) -> dict:
     from .model.convert import convert
     from .objectives.compute import build_model
-    from .training.checkpoints import resolve_checkpoint
+    from .training.opening import resolve_checkpoint
     direction = "from_hf" if args.from_hf else "to_hf"
     # --to-hf takes what finetune and evaluate take: a run dir means its latest checkpoint
     src = args.from_hf or resolve_checkpoint(args.to_hf)

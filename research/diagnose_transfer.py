@@ -72,10 +72,11 @@ def main() -> None:
     from minielectra.model.electra import Electra
     from minielectra.config import FinetuneConfig
     from minielectra.finetune import run, train as ft
+    from minielectra.training.opening import open_checkpoint
     from minielectra.finetune.glue.data import get_task
 
     torch.set_num_threads(args.threads)
-    pretrained, checkpoint = ft.open_checkpoint(args.checkpoint)
+    pretrained, checkpoint = open_checkpoint(args.checkpoint)
     task = get_task(args.task)
     tokenizer = ft.get_tokenizer(pretrained, FinetuneConfig())
     result = {"benchmark": "transfer_diagnostics", "checkpoint": checkpoint, "task": args.task}

@@ -58,7 +58,7 @@ def main() -> None:
     import torch
 
     from minielectra.finetune.run import finetune
-    from minielectra.finetune.train import open_checkpoint
+    from minielectra.training.opening import open_checkpoint
 
     # Resolved (a run dir's latest checkpoint, 'bundled') and loaded once for all runs.
     pretrained, checkpoint = open_checkpoint(args.checkpoint)

@@ -44,7 +44,7 @@ import minielectra  # noqa: F401,E402  (first: sets OMP_WAIT_POLICY before torch
 import torch  # noqa: E402
 
 from minielectra.finetune.run import finetune  # noqa: E402
-from minielectra.finetune.train import open_checkpoint  # noqa: E402
+from minielectra.training.opening import open_checkpoint  # noqa: E402
 from transfer import digest, random_twin, shape_key, weights_key  # noqa: E402
 
 # ------------------------------------------------------------------------------ what is measured

@@ -36,7 +36,7 @@ from minielectra.config import preset as preset_config
 from minielectra.experiments.runs import (RunSpec, arm_config, pretrain_run, read_record, slug,
                                           write_record)
 from minielectra.finetune.run import finetune
-from minielectra.finetune.train import open_checkpoint
+from minielectra.training.opening import open_checkpoint
 from minielectra.model.electra import Electra
 from minielectra.training.checkpoints import checkpoint_minutes as run_minutes
 

@@ -10,7 +10,7 @@ import torch
 from minielectra import Electra
 from minielectra.data.corpus import find_data_dir
 from minielectra.model.storage import BUNDLED, resolve_bundled
-from minielectra.training.checkpoints import resolve_checkpoint
+from minielectra.training.opening import resolve_checkpoint
 from minielectra.training.evaluate import evaluate
 
 CARD = BUNDLED / "MODEL_CARD.md"

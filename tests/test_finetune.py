@@ -27,8 +27,8 @@ from minielectra.finetune.glue import data as glue
 from minielectra.finetune import predict as pr
 from minielectra.finetune import saved as saved_model
 from minielectra.finetune.glue import suite as tasks_suite
-from minielectra.training import checkpoints as training_checkpoints
-from minielectra.training.checkpoints import resolve_checkpoint
+from minielectra.training import opening
+from minielectra.training.opening import resolve_checkpoint
 from minielectra.finetune.inputs import read_lines
 
 FAST = ["finetune.eval_batch_size=64"]
@@ -457,8 +457,8 @@ def test_run_dirs_bundled_and_bin_only_transformers_dirs_resolve(pretrained, cha
 
     save_checkpoint(tmp_path / "run", 4, tiny_electra(char_tokenizer, seed=4), {}, RunConfig())
     save_checkpoint(tmp_path / "run", 12, pretrained, {}, RunConfig())  # the final one
-    model, source = ft.open_checkpoint(tmp_path / "run")
-    assert source == str(tmp_path / "run" / "checkpoints" / "step_0000012")
+    model, source = opening.open_checkpoint(tmp_path / "run")
+    assert source == tmp_path / "run" / "checkpoints" / "step_0000012"
     for k, v in pretrained.state_dict().items():
         torch.testing.assert_close(model.state_dict()[k], v, rtol=0, atol=0)
     assert resolve_checkpoint("bundled") == BUNDLED
@@ -478,7 +478,7 @@ def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_
     
     pretrained.save_pretrained(tmp_path / "ckpt")
     calls = {"resolve": 0, "load": 0}
-    resolve, load = training_checkpoints.resolve_checkpoint, model_checkpoint.load_pretrained
+    resolve, load = opening.resolve_checkpoint, model_checkpoint.load_pretrained
 
     def counted(name, fn):
         def wrapper(*a, **kw):
@@ -486,7 +486,7 @@ def test_run_glue_resolves_and_loads_the_checkpoint_once(pretrained, glue_slice_
             return fn(*a, **kw)
         return wrapper
 
-    monkeypatch.setattr(training_checkpoints, "resolve_checkpoint", counted("resolve", resolve))
+    monkeypatch.setattr(opening, "resolve_checkpoint", counted("resolve", resolve))
     monkeypatch.setattr(model_checkpoint, "load_pretrained", counted("load", load))
     s = tasks_suite.run_glue(tmp_path / "ckpt", ["cola", "rte"], seeds=2, data_dir=glue_slice_dir,
                     progress=False, overrides=FAST + ["finetune.epochs=1"])

@@ -19,7 +19,7 @@ from minielectra.finetune.squad.model import NEG, SpanQA, build_span_qa, load_qa
 from minielectra.config import FinetuneConfig
 from minielectra.finetune.squad.post import predict_answers, question_spans
 from minielectra.finetune.squad.predict import answer
-from minielectra.training.checkpoints import resolve_checkpoint
+from minielectra.training.opening import resolve_checkpoint
 from minielectra.viz.squad import span_figure, span_text
 
 

@@ -12,7 +12,7 @@ from minielectra.data.tokenizer import WordPieceTokenizer
 from minielectra.finetune.squad import data as squad_data
 from minielectra.finetune.squad.data import QAExample, load_file, parse, trainable
 from minielectra.finetune.squad.features import (make_windows, max_context_windows, window_spans)
-from minielectra.training.checkpoints import resolve_checkpoint
+from minielectra.training.opening import resolve_checkpoint
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from minielectra import Electra
 from minielectra.training.checkpoints import checkpoint_minutes
 from minielectra.model.checkpoint import save_pretrained
 from minielectra.model.storage import BUNDLED
-from minielectra.training.checkpoints import resolve_checkpoint
+from minielectra.training.opening import resolve_checkpoint
 from minielectra.training.evaluate import evaluate
 from minielectra.safeio import write_file
 from minielectra.viz.report import read_metrics, series

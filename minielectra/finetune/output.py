@@ -13,7 +13,6 @@ import errno
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..model.storage import BUNDLED
 from ..ownership import Layout, exclusive_output
 from ..safeio import read_json
 
@@ -23,13 +22,6 @@ FINETUNED = Layout("finetune", ("model.safetensors", "finetune.json", "vocab.txt
                                 "tokenizer_config.json", "checksums.json", "result.json",
                                 "predictions.json", "na_probs.json", "seed-*"),
                   lambda folder: "task" in read_json(folder / "result.json"))
-
-
-def checkpoint_path(checkpoint) -> Path | None:
-    """Where a ``--checkpoint`` is on disk (None: a model in memory)."""
-    if not isinstance(checkpoint, (str, Path)):
-        return None
-    return BUNDLED if str(checkpoint) == "bundled" else Path(checkpoint)
 
 
 @contextlib.contextmanager

@@ -15,12 +15,13 @@ from ..overrides import override_keys
 from ..ownership import refuse_overlap
 from ..config import finetune_config
 from ..training.device import resolve_device
+from ..training.opening import checkpoint_path, open_checkpoint
 from .glue.data import get_task
-from .output import checkpoint_path, finetune_output
+from .output import finetune_output
 from .owndata.data import Columns, UserTask, task_from_files, task_from_hub
 from .squad.train import TASKS as SQUAD_TASKS, finetune_squad
 from .task import Task
-from .train import finetune_loaded, check_counts, open_checkpoint
+from .train import finetune_loaded, check_counts
 
 
 # The recipe for your own data (files or a hub dataset), each setting unless --set gives it: the
@@ -67,7 +68,7 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
              columns: Columns = Columns(), regression: bool | None = None,
              on_start=None) -> dict[str, Any]:
     """Fine-tune ``checkpoint`` (an :class:`Electra` in memory or anything
-    :func:`~minielectra.training.checkpoints.resolve_checkpoint` takes) on one task
+    :func:`~minielectra.training.opening.resolve_checkpoint` takes) on one task
     (:func:`resolve_task`) ``seeds`` times, seeds ``seed``, ``seed + 1``, ...; the median run on
     the dev set is the result (the paper's protocol). With ``out``: ``result.json`` and the median
     run's model (``keep_all_models``: every run's too, in ``seed-N/``). ``on_start()`` runs
@@ -92,7 +93,8 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
     if isinstance(task, UserTask):
         overrides, added = own_data_overrides(overrides)
         cfg = finetune_config(overrides)
-    pretrained, source = open_checkpoint(checkpoint)
+    pretrained, path = open_checkpoint(checkpoint)
+    source = None if path is None else str(path)
     def start():  # once the inputs and --out are good: a refusal stays one line
         if on_start is not None:
             on_start()

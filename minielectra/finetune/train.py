@@ -22,12 +22,9 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
-from torch import nn
 
 from ..data.tokenizer import WordPieceTokenizer
-from ..objectives.compute import load_model
 from ..safeio import write_file
-from ..training.checkpoints import load_checkpoint
 from ..training.compiling import compile_module, decide_finetune
 from . import fewsample, metrics
 from ..training.device import autocast, device_named
@@ -179,15 +176,6 @@ def evaluate(model: SequenceClassifier, task: Task, data: TaskData, cfg: Finetun
     outputs, _ = predict_texts(model, task, encoded, pad_id=pad_id,
                                batch_size=cfg.eval_batch_size, precision=cfg.precision)
     return metrics.compute_metrics(task, outputs, np.asarray(labels))
-
-
-def open_checkpoint(checkpoint) -> tuple[nn.Module, str | None]:
-    """The pre-trained :class:`Electra` and the directory it came from (None: a model given in
-    memory). Resolved and loaded once, however many tasks and seeds then use it."""
-    if isinstance(checkpoint, nn.Module):
-        return checkpoint, None
-    model, path = load_checkpoint(checkpoint, load_model)  # a run still pruning: its newest
-    return model, str(path)
 
 
 def get_tokenizer(pretrained, cfg: FinetuneConfig):

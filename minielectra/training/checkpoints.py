@@ -20,10 +20,9 @@ from typing import Any
 import torch
 
 from ..config import RunConfig, TrainConfig
-from ..model import checkpoint, hf
+from ..model import checkpoint
 from ..model.electra import Electra
-from ..model.hubmodels import owner_hint
-from ..model.storage import CheckpointError, resolve_bundled
+from ..model.storage import CheckpointError
 from .optim import load_optimizer_state, lr_at
 
 STATE_FILE = "trainer_state.pt"
@@ -49,42 +48,6 @@ def list_checkpoints(out_dir: str | Path) -> list[tuple[int, Path]]:
 def latest_checkpoint(out_dir: str | Path) -> Path | None:
     found = list_checkpoints(out_dir)
     return found[-1][1] if found else None
-
-
-def resolve_checkpoint(checkpoint: str | Path) -> Path:
-    """A checkpoint directory, a run directory (its latest checkpoint), or ``"bundled"``."""
-    path = resolve_bundled(checkpoint)
-    # model.safetensors, or a transformers directory (pytorch_model.bin alone, or discriminator/
-    # and generator/ subdirectories), as finetune takes them
-    if (path / "config.json").is_file() and any(path.glob("*model.*")) or hf.is_hf_dir(path):
-        return path
-    latest = latest_checkpoint(path)
-    if latest is None and (path / "finetune.json").is_file():  # finetune --out's record
-        raise FileNotFoundError(f"{checkpoint}: a fine-tuned model (`minielectra finetune "
-                                "--out`), not a pre-trained checkpoint; it scores texts: "
-                                f"minielectra predict --model {checkpoint} TEXT")
-    if latest is None:
-        raise FileNotFoundError(f"{checkpoint}: not a checkpoint directory, nor a run directory "
-                                f"with checkpoints/step_*{owner_hint(checkpoint)}")
-    return latest
-
-
-def load_checkpoint(checkpoint: str | Path, load=None) -> tuple[Any, Path]:
-    """``(load(path), path)`` for what :func:`resolve_checkpoint` finds (``load``: default
-    ``Electra.from_pretrained``). A run still training prunes its older checkpoints: when the
-    one picked is deleted while it is read, the newest complete one is read instead."""
-    load = load or Electra.from_pretrained
-    for attempt in range(5):
-        path = resolve_checkpoint(checkpoint)
-        try:
-            loaded = load(path)
-        except (OSError, CheckpointError):
-            if path.is_dir() or attempt == 4:  # still there: the error is the checkpoint's own
-                raise
-            continue
-        if path.is_dir() or attempt == 4:  # not deleted while it was read
-            return loaded, path
-    raise AssertionError("unreachable")
 
 
 def milestone_steps(t: TrainConfig) -> set[int]:

@@ -31,7 +31,7 @@ from ..data.prepare import load_prepared
 from ..model.electra import Electra
 from ..objectives.compute import DISCRIMINATIVE, compute, load_model
 from ..progress import counted, progress_bar
-from .checkpoints import load_checkpoint
+from .opening import open_checkpoint
 from .device import autocast, check_precision, device_named
 
 log = logging.getLogger(__name__)
@@ -185,7 +185,7 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
         model = load_model(path)
         return model, run_config_for(path, model), (path / RUN_CONFIG).is_file()
     # a run dir: its newest complete checkpoint, never one its pruning is deleting
-    (model, cfg, has_run_config), path = load_checkpoint(checkpoint, read)
+    (model, cfg, has_run_config), path = open_checkpoint(checkpoint, read)
     if model.tokenizer is None:
         raise FileNotFoundError(f"{path}: the checkpoint has no vocab.txt to tokenize text with")
     if has_run_config:

@@ -26,10 +26,10 @@ from ..data.tokenizer import WordPieceTokenizer
 from ..model.electra import Electra
 from ..model.hubmodels import owner_hint
 from ..model.storage import resolve_bundled
-from ..objectives.compute import DISCRIMINATIVE, load_model
-from ..training import checkpoints
+from ..objectives.compute import DISCRIMINATIVE
 from ..training.device import autocast, check_precision
 from ..training.evaluate import run_config_for
+from ..training.opening import open_checkpoint
 
 
 # ------------------------------------------------------------------------ 1. the checkpoint
@@ -59,7 +59,7 @@ def load_checkpoint(spec: str | Path = "bundled", *, precision: str = "fp32") ->
     check_precision(torch.device("cpu"), precision)
     if not resolve_bundled(spec).is_dir():
         raise FileNotFoundError(f"checkpoint {spec}: no such directory{owner_hint(spec)}")
-    model, path = checkpoints.load_checkpoint(spec, load_model)  # a run still pruning: its newest
+    model, path = open_checkpoint(spec)  # a run still pruning: its newest complete one
     model.eval()
     if model.objective.name not in DISCRIMINATIVE:
         raise ValueError(f"checkpoint {spec} was pre-trained with the {model.objective.name!r} "

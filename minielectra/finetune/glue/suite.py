@@ -16,8 +16,9 @@ from ...ownership import Layout, refuse_overlap
 from ...safeio import read_json, write_file
 from ...config import FinetuneConfig, finetune_config
 from ...training.device import resolve_device
-from ..output import checkpoint_path, finetune_output
-from ..train import finetune_loaded, check_counts, open_checkpoint
+from ...training.opening import checkpoint_path, open_checkpoint
+from ..output import finetune_output
+from ..train import finetune_loaded, check_counts
 
 # glue.json, glue.md and a folder per task (its result.json, with --save-models its model)
 GLUE_OUT = Layout("glue", ("glue.json", "glue.md", *glue.TASKS),
@@ -44,7 +45,8 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
     cfg = finetune_config(overrides)
     resolve_device(cfg)  # a device or precision this machine lacks: refused before any work
     refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint)})
-    pretrained, source = open_checkpoint(checkpoint)  # once for all tasks
+    pretrained, path = open_checkpoint(checkpoint)  # once for all tasks
+    source = None if path is None else str(path)
     with finetune_output(out, layout=GLUE_OUT, what="glue") as folder:
         summary = _run_tasks(pretrained, source, names, cfg, out=folder, seeds=seeds, seed=seed,
                              data_dir=data_dir, max_train_examples=max_train_examples,

@@ -24,10 +24,11 @@ from ...overrides import apply_overrides, override_keys
 from ...safeio import write_file
 from . import data as squad_data, eval as squad_eval
 from ...training.device import autocast, device_named, resolve_device
+from ...training.opening import open_checkpoint
 from ...config import FinetuneConfig, SquadConfig
 from ..classifier import lr_factor, make_optimizer, optimizer_step
 from ..classifier import collate as collate_rows
-from ..train import batch_order, get_tokenizer, open_checkpoint
+from ..train import batch_order, get_tokenizer
 from .data import SquadSet
 from .features import Window, make_all_windows
 from .model import FinetunedQA, SpanQA, build_span_qa, save_qa, span_loss
@@ -164,7 +165,8 @@ def finetune_squad(checkpoint, task: str = "squad", *, out=None, seed: int = 0,
     ``on_start()`` runs once the data is read."""
     if task not in TASKS:
         raise ValueError(f"unknown question-answering task {task!r}: {' or '.join(TASKS)}")
-    pretrained, source = open_checkpoint(checkpoint)
+    pretrained, path = open_checkpoint(checkpoint)
+    source = None if path is None else str(path)
     cfg, squad, note = _configs(overrides, pretrained.config.max_position_embeddings)
     tokenizer = get_tokenizer(pretrained, cfg)
     train_set, dev_set = load_sets(task, squad, train=train, dev=dev, data_dir=data_dir)
