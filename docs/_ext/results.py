@@ -351,7 +351,10 @@ FILES = {"suite": "research/results/suite/results.json",
          "squad1": "research/results/squad_v1_split_pretrained_vs_random.json",
          "curve": "research/results/learning_curve_nano_mini.json",
          "squad2": "research/results/squad_v2_split_bundled.json",
-         "bf16": "benchmarks/results/cpu_bf16.json"}
+         "bf16": "benchmarks/results/cpu_bf16.json",
+         "cpu": "benchmarks/results/cpu.json",
+         "throughput-nano": "benchmarks/results/throughput_nano_cpu.json",
+         "throughput-mini": "benchmarks/results/throughput_mini_cpu.json"}
 
 
 def result_value(ref: str) -> float:
