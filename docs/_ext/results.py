@@ -13,8 +13,9 @@ Two directives, for the pages under ``docs/results/``:
 
 And one inline role, for a figure in prose: ``{result}`FILE:PATH|FORMAT` `` renders one value of
 a committed JSON results file. PATH walks the file: ``.key`` into an object, ``[3]`` into a list,
-``[arm=bundled,recipe=reinit-1]`` picks the one list item whose fields match, ``.mean`` on a
-list is its mean; FORMAT is Python's
+``[arm=bundled,recipe=reinit-1]`` picks the one list item whose fields match, ``.mean``,
+``.median`` and ``.sd`` (the sample standard deviation) on a list of numbers are what they say;
+FORMAT is Python's
 format spec (``+.1f``, ``.2g``, ``.0%``). ``A - B`` or ``A / B`` (two such values, each ``FILE:PATH``)
 renders their difference or ratio; B may be a plain number (``... / 60``: seconds to minutes). A page's measured figures come from these, so they cannot drift from the file
 (``tests/test_stated_numbers.py`` fails on one that does not).
@@ -323,11 +324,14 @@ def render_table(path: str, *, table_name: str | None = None, tables: str | None
     return text
 
 
+LIST_STATISTICS = {"mean": statistics.fmean, "median": statistics.median, "sd": statistics.stdev}
+
+
 def _walk(value, path: str, where: str):
     for m in re.finditer(r"\.([^.\[]+)|\[([^\]]+)\]", path):
         key, pick = m.groups()
-        if key == "mean" and isinstance(value, list):
-            value = statistics.fmean(value)
+        if key in LIST_STATISTICS and isinstance(value, list):
+            value = LIST_STATISTICS[key](value)
         elif key is not None:
             if not isinstance(value, dict) or key not in value:
                 raise KeyError(f"{where}: no key {key!r} (has {', '.join(map(str, value))})"
@@ -354,7 +358,11 @@ FILES = {"suite": "research/results/suite/results.json",
          "bf16": "benchmarks/results/cpu_bf16.json",
          "cpu": "benchmarks/results/cpu.json",
          "throughput-nano": "benchmarks/results/throughput_nano_cpu.json",
-         "throughput-mini": "benchmarks/results/throughput_mini_cpu.json"}
+         "throughput-mini": "benchmarks/results/throughput_mini_cpu.json",
+         "sst2": "research/results/sst2_pretrained_vs_random.json",
+         "shuffle": "research/results/sst2_shuffle_buffer.json",
+         "transfer": "research/results/transfer/results.json",
+         "masking": "research/results/transfer/masking/results.json"}
 
 
 def result_value(ref: str) -> float:
