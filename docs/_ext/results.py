@@ -16,8 +16,9 @@ a committed JSON results file. PATH walks the file: ``.key`` into an object, ``[
 ``[arm=bundled,recipe=reinit-1]`` picks the one list item whose fields match, ``.mean``,
 ``.median`` and ``.sd`` (the sample standard deviation) on a list of numbers are what they say;
 FORMAT is Python's
-format spec (``+.1f``, ``.2g``, ``.0%``). ``A - B`` or ``A / B`` (two such values, each ``FILE:PATH``)
-renders their difference or ratio; B may be a plain number (``... / 60``: seconds to minutes). A page's measured figures come from these, so they cannot drift from the file
+format spec (``+.1f``, ``.2g``, ``.0%``). ``A - B``, ``A / B`` or ``A * B`` (two such values, each
+``FILE:PATH``) renders their difference, ratio or product; B may be a plain number (``... / 60``:
+seconds to minutes, ``... * 100``: a fraction in points). A page's measured figures come from these, so they cannot drift from the file
 (``tests/test_stated_numbers.py`` fails on one that does not).
 
 The functions that turn a file into Markdown are plain (``render_table``, ``source_facts``), so a
@@ -362,7 +363,9 @@ FILES = {"suite": "research/results/suite/results.json",
          "sst2": "research/results/sst2_pretrained_vs_random.json",
          "shuffle": "research/results/sst2_shuffle_buffer.json",
          "transfer": "research/results/transfer/results.json",
-         "masking": "research/results/transfer/masking/results.json"}
+         "masking": "research/results/transfer/masking/results.json",
+         "toy": "research/results/experiments/toy-grammar/results.json",
+         "table5": "research/results/experiments/table5/results.json"}
 
 
 def result_value(ref: str) -> float:
@@ -378,17 +381,19 @@ def result_value(ref: str) -> float:
 
 
 def render_result(spec: str) -> str:
-    """The text a ``{result}`` role shows: ``FILE:PATH|FORMAT`` or ``A - B|FORMAT``."""
+    """The text a ``{result}`` role shows: ``FILE:PATH|FORMAT``, or ``A - B|FORMAT`` (``/``, ``*``)."""
     body, sep, fmt = spec.rpartition("|")
     if not sep:
         raise ValueError(f"{spec!r}: a figure needs its format, FILE:PATH|FORMAT")
-    parts = re.split(r" ([-/]) ", body)
+    parts = re.split(r" ([-/*]) ", body)
     if len(parts) not in (1, 3):
-        raise ValueError(f"{spec!r}: one value, or one difference or ratio, A - B or A / B")
+        raise ValueError(f"{spec!r}: one value, or one difference, ratio or product: A - B, "
+                         "A / B, A * B")
     value = result_value(parts[0])
     if len(parts) == 3:
         other = result_value(parts[2])
-        value = value - other if parts[1] == "-" else value / other
+        op = parts[1]
+        value = value - other if op == "-" else value / other if op == "/" else value * other
     return format(value, fmt) if isinstance(value, (int, float)) and fmt else str(value)
 
 
