@@ -341,7 +341,8 @@ def _walk(value, path: str, where: str):
         elif pick.lstrip("-").isdigit():
             value = value[int(pick)]
         else:
-            want = dict(kv.split("=", 1) for kv in pick.split(","))
+            # a comma separates fields only before another ``key=``: a value may hold commas
+            want = dict(kv.split("=", 1) for kv in re.split(r",(?=[^,=]+=)", pick))
             hits = [x for x in value if all(str(x.get(k)) == v for k, v in want.items())]
             if len(hits) != 1:
                 raise KeyError(f"{where}: [{pick}] matches {len(hits)} items, not one")
@@ -365,7 +366,9 @@ FILES = {"suite": "research/results/suite/results.json",
          "transfer": "research/results/transfer/results.json",
          "masking": "research/results/transfer/masking/results.json",
          "toy": "research/results/experiments/toy-grammar/results.json",
-         "table5": "research/results/experiments/table5/results.json"}
+         "table5": "research/results/experiments/table5/results.json",
+         "word-order": "research/results/word_order/results.json",
+         "position-init": "research/results/position_init/results.json"}
 
 
 def result_value(ref: str) -> float:
