@@ -368,7 +368,10 @@ FILES = {"suite": "research/results/suite/results.json",
          "toy": "research/results/experiments/toy-grammar/results.json",
          "table5": "research/results/experiments/table5/results.json",
          "word-order": "research/results/word_order/results.json",
-         "position-init": "research/results/position_init/results.json"}
+         "position-init": "research/results/position_init/results.json",
+         "efficiency-mini": "research/results/experiments/efficiency-mini/results.json",
+         "generator-size-mini": "research/results/experiments/generator-size-mini/results.json",
+         "table5-mini": "research/results/experiments/table5-mini/results.json"}
 
 
 def result_value(ref: str) -> float:
