@@ -371,7 +371,9 @@ FILES = {"suite": "research/results/suite/results.json",
          "position-init": "research/results/position_init/results.json",
          "efficiency-mini": "research/results/experiments/efficiency-mini/results.json",
          "generator-size-mini": "research/results/experiments/generator-size-mini/results.json",
-         "table5-mini": "research/results/experiments/table5-mini/results.json"}
+         "table5-mini": "research/results/experiments/table5-mini/results.json",
+         "efficiency-fair": "research/results/experiments/efficiency-fair/results.json",
+         "efficiency": "research/results/experiments/efficiency/results.json"}
 
 
 def result_value(ref: str) -> float:
