@@ -373,7 +373,13 @@ FILES = {"suite": "research/results/suite/results.json",
          "generator-size-mini": "research/results/experiments/generator-size-mini/results.json",
          "table5-mini": "research/results/experiments/table5-mini/results.json",
          "efficiency-fair": "research/results/experiments/efficiency-fair/results.json",
-         "efficiency": "research/results/experiments/efficiency/results.json"}
+         "efficiency": "research/results/experiments/efficiency/results.json",
+         "85-15": "research/results/transfer/bundled/results.json",
+         "recipes": "research/results/transfer/bundled-recipes/results.json",
+         "extra-norm": "research/results/transfer/small-data/extra-norm/results.json",
+         "vocab-8k": "research/results/transfer/small-data/vocab-8k/results.json",
+         "masking-curve": "research/results/transfer/masking-curve/results.json",
+         "sinusoidal": "research/results/transfer/sinusoidal/results.json"}
 
 
 def result_value(ref: str) -> float:
