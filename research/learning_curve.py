@@ -7,16 +7,17 @@ AUC per minute on a 2-core CPU. This script measures that: it runs
 wall clock starts when ``pretrain`` is called, so data preparation and tokenizer training are
 included.
 
-Targets (the issue): ``nano`` >= 0.65 held-out AUC after its 5-minute job; ``mini`` >= 0.85
-within 60 minutes. Writes ``learning_curve_<presets>.json``, an ``.svg`` of the curve (shown in
-the README) and, with plotly, an interactive ``.html`` into ``--out`` (run directories go to
-``--runs``).
+Targets: ``nano`` >= 0.65 held-out AUC after its 5-minute job; ``mini`` >= 0.85 within 60
+minutes. Writes ``learning_curve_<presets>.json``, an ``.svg`` of the curve (shown on the
+learning-curves page) and, with plotly, an interactive ``.html`` into ``--out``
+(``research/results``; run directories go to ``--runs``). The committed
+``research/results/learning_curve_nano_mini.*``:
 
-    python research/learning_curve.py --presets nano                  # ~5 min
-    python research/learning_curve.py --presets mini --eval-every 250  # up to 60 min
-    python research/learning_curve.py --from-runs runs/nano runs/mini  # re-plot only
+    python research/learning_curve.py --presets nano mini --eval-every 250      # ~30 min
+    python research/learning_curve.py --from-runs runs/bench/nano runs/bench/mini  # re-plot only
 
-Besides the JSON it prints (on stderr) and writes (``.md``) the Markdown table for the README.
+Besides the JSON it prints (on stderr) and writes (``.md``) the Markdown table of the results
+page.
 A fresh run replaces the preset's earlier run directory under ``--runs`` (``pretrain`` refuses to
 mix two runs' checkpoints); ``--from-runs`` only reads.
 
@@ -191,7 +192,7 @@ def main(argv=None) -> int:
     p.add_argument("--presets", nargs="+", default=["nano"])
     p.add_argument("--minutes", type=float, help="override train.max_minutes")
     p.add_argument("--eval-every", type=int, help="override train.eval_every (steps)")
-    p.add_argument("--out", default="benchmarks/results", help="where the JSON and HTML go")
+    p.add_argument("--out", default="research/results", help="where the JSON and HTML go")
     p.add_argument("--runs", default="runs/bench", help="run directories (checkpoints, logs)")
     p.add_argument("--set", action="append", default=[], help="extra config overrides")
     p.add_argument("--from-runs", nargs="+", help="only read these run dirs and plot")

@@ -13,10 +13,12 @@ Two directives, for the pages under ``docs/results/``:
 
 And one inline role, for a figure in prose: ``{result}`FILE:PATH|FORMAT` `` renders one value of
 a committed JSON results file. PATH walks the file: ``.key`` into an object, ``[3]`` into a list,
-``[arm=bundled,recipe=reinit-1]`` picks the one list item whose fields match, ``.mean`` on a
-list is its mean; FORMAT is Python's
-format spec (``+.1f``, ``.2g``, ``.0%``). ``A - B`` or ``A / B`` (two such values, each ``FILE:PATH``)
-renders their difference or ratio; B may be a plain number (``... / 60``: seconds to minutes). A page's measured figures come from these, so they cannot drift from the file
+``[arm=bundled,recipe=reinit-1]`` picks the one list item whose fields match, ``.mean``,
+``.median`` and ``.sd`` (the sample standard deviation) on a list of numbers are what they say;
+FORMAT is Python's
+format spec (``+.1f``, ``.2g``, ``.0%``). ``A - B``, ``A / B`` or ``A * B`` (two such values, each
+``FILE:PATH``) renders their difference, ratio or product; B may be a plain number (``... / 60``:
+seconds to minutes, ``... * 100``: a fraction in points). A page's measured figures come from these, so they cannot drift from the file
 (``tests/test_stated_numbers.py`` fails on one that does not).
 
 The functions that turn a file into Markdown are plain (``render_table``, ``source_facts``), so a
@@ -323,11 +325,14 @@ def render_table(path: str, *, table_name: str | None = None, tables: str | None
     return text
 
 
+LIST_STATISTICS = {"mean": statistics.fmean, "median": statistics.median, "sd": statistics.stdev}
+
+
 def _walk(value, path: str, where: str):
     for m in re.finditer(r"\.([^.\[]+)|\[([^\]]+)\]", path):
         key, pick = m.groups()
-        if key == "mean" and isinstance(value, list):
-            value = statistics.fmean(value)
+        if key in LIST_STATISTICS and isinstance(value, list):
+            value = LIST_STATISTICS[key](value)
         elif key is not None:
             if not isinstance(value, dict) or key not in value:
                 raise KeyError(f"{where}: no key {key!r} (has {', '.join(map(str, value))})"
@@ -336,7 +341,8 @@ def _walk(value, path: str, where: str):
         elif pick.lstrip("-").isdigit():
             value = value[int(pick)]
         else:
-            want = dict(kv.split("=", 1) for kv in pick.split(","))
+            # a comma separates fields only before another ``key=``: a value may hold commas
+            want = dict(kv.split("=", 1) for kv in re.split(r",(?=[^,=]+=)", pick))
             hits = [x for x in value if all(str(x.get(k)) == v for k, v in want.items())]
             if len(hits) != 1:
                 raise KeyError(f"{where}: [{pick}] matches {len(hits)} items, not one")
@@ -351,7 +357,29 @@ FILES = {"suite": "research/results/suite/results.json",
          "squad1": "research/results/squad_v1_split_pretrained_vs_random.json",
          "curve": "research/results/learning_curve_nano_mini.json",
          "squad2": "research/results/squad_v2_split_bundled.json",
-         "bf16": "benchmarks/results/cpu_bf16.json"}
+         "bf16": "benchmarks/results/cpu_bf16.json",
+         "cpu": "benchmarks/results/cpu.json",
+         "throughput-nano": "benchmarks/results/throughput_nano_cpu.json",
+         "throughput-mini": "benchmarks/results/throughput_mini_cpu.json",
+         "sst2": "research/results/sst2_pretrained_vs_random.json",
+         "shuffle": "research/results/sst2_shuffle_buffer.json",
+         "transfer": "research/results/transfer/results.json",
+         "masking": "research/results/transfer/masking/results.json",
+         "toy": "research/results/experiments/toy-grammar/results.json",
+         "table5": "research/results/experiments/table5/results.json",
+         "word-order": "research/results/word_order/results.json",
+         "position-init": "research/results/position_init/results.json",
+         "efficiency-mini": "research/results/experiments/efficiency-mini/results.json",
+         "generator-size-mini": "research/results/experiments/generator-size-mini/results.json",
+         "table5-mini": "research/results/experiments/table5-mini/results.json",
+         "efficiency-fair": "research/results/experiments/efficiency-fair/results.json",
+         "efficiency": "research/results/experiments/efficiency/results.json",
+         "85-15": "research/results/transfer/bundled/results.json",
+         "recipes": "research/results/transfer/bundled-recipes/results.json",
+         "extra-norm": "research/results/transfer/small-data/extra-norm/results.json",
+         "vocab-8k": "research/results/transfer/small-data/vocab-8k/results.json",
+         "masking-curve": "research/results/transfer/masking-curve/results.json",
+         "sinusoidal": "research/results/transfer/sinusoidal/results.json"}
 
 
 def result_value(ref: str) -> float:
@@ -367,17 +395,19 @@ def result_value(ref: str) -> float:
 
 
 def render_result(spec: str) -> str:
-    """The text a ``{result}`` role shows: ``FILE:PATH|FORMAT`` or ``A - B|FORMAT``."""
+    """The text a ``{result}`` role shows: ``FILE:PATH|FORMAT``, or ``A - B|FORMAT`` (``/``, ``*``)."""
     body, sep, fmt = spec.rpartition("|")
     if not sep:
         raise ValueError(f"{spec!r}: a figure needs its format, FILE:PATH|FORMAT")
-    parts = re.split(r" ([-/]) ", body)
+    parts = re.split(r" ([-/*]) ", body)
     if len(parts) not in (1, 3):
-        raise ValueError(f"{spec!r}: one value, or one difference or ratio, A - B or A / B")
+        raise ValueError(f"{spec!r}: one value, or one difference, ratio or product: A - B, "
+                         "A / B, A * B")
     value = result_value(parts[0])
     if len(parts) == 3:
         other = result_value(parts[2])
-        value = value - other if parts[1] == "-" else value / other
+        op = parts[1]
+        value = value - other if op == "-" else value / other if op == "/" else value * other
     return format(value, fmt) if isinstance(value, (int, float)) and fmt else str(value)
 
 
