@@ -1,0 +1,123 @@
+"""Why ELECTRA pre-trained at length 128 learns so little here: the length-128 arm's first steps,
+measured against the length-32 curve, one suspect changed at a time.
+
+    python research/len128_diagnosis.py run --out runs/len128 [--steps 4000]  # ~1 CPU-h an arm
+    python research/len128_diagnosis.py report runs/len128/* --out research/results/len128
+
+Every arm is the suite's ``electra-len128`` recipe (the bundled checkpoint's: ``mini``'s model, a
+1/4 generator, every selected token masked) at 128 tokens and batch 32 (the length-32 runs'
+4,096 tokens a step), on its 13,150-step schedule, stopped after ``--steps`` steps; one setting
+changes per arm (:data:`ARMS`). ``report`` keeps, for each run, its settings, every held-out
+evaluation and the training losses every 250 steps, beside the length-32 ``mini`` curve of
+``research/results/learning_curve_nano_mini.json`` and how full the examples are at each length
+(``examples_fill``), in ``diagnosis.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = ("model.generator_size=0.25", "objective.mask_token_prob=1.0", "data.max_seq_len=128",
+          "train.batch_size=32", "train.milestones=()", "train.max_minutes=0",
+          "train.eval_every=500", "train.save_every=500", "train.keep_last=1")
+ARMS = {  # name -> the one setting it changes
+    "normal": (),  # the suite's electra-len128 arm as it was trained
+    "sinusoidal": ("model.position_init=sinusoidal",),  # a position table with structure
+    "lr3e-4": ("train.learning_rate=3e-4",),  # a third of mini's peak learning rate
+}
+SCHEDULE_STEPS = 13_150
+KEPT_EVAL = ("disc_auc", "disc_auc_text", "disc_recall", "disc_precision", "gen_accuracy")
+KEPT_TRAIN = ("lr", "gen_loss", "disc_loss", "gen_accuracy", "grad_norm", "replaced_fraction")
+
+
+def run(out: Path, steps: int, arms: list[str]) -> None:
+    """Each arm until its evaluation at ``steps`` (the schedule stays 13,150 steps long)."""
+    for name in arms:
+        sets = [a for s in (*RECIPE, *ARMS[name]) for a in ("--set", s)]
+        cmd = [sys.executable, "-m", "minielectra", "pretrain", "--preset", "mini",
+               "--out", str(out / name), "--max-steps", str(SCHEDULE_STEPS), "--precision",
+               "fp32", "--no-compile", *sets]
+        proc = subprocess.Popen(cmd)
+        metrics = out / name / "metrics.jsonl"
+        while proc.poll() is None:
+            done = metrics.is_file() and any(
+                r.get("kind") == "eval" and r.get("step", 0) >= steps
+                for r in map(json.loads, metrics.read_text().splitlines()[-5:]))
+            if done:
+                proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def examples_fill(lengths=(32, 128)) -> dict:
+    """Mean tokens per example and the share of examples at least 90% full, per length."""
+    from minielectra.data.dataset import build_dataset
+    from minielectra.data.tokenizer import WordPieceTokenizer
+    from minielectra.model.storage import BUNDLED
+    tokenizer = WordPieceTokenizer.load(BUNDLED)
+    out = {}
+    for n in lengths:
+        ds = build_dataset("pretrain-en+pydocs", tokenizer, max_seq_len=n, split="train",
+                           num_workers=1, progress=False)
+        lengths_ = np.asarray(ds.lengths)
+        out[str(n)] = {"examples": int(len(lengths_)),
+                       "mean_tokens": round(float(lengths_.mean()), 1),
+                       "full": round(float((lengths_ >= 0.9 * n).mean()), 3)}
+    return out
+
+
+def summarise(run_dir: Path) -> dict:
+    config = json.loads((run_dir / "config.json").read_text())
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x]
+    evals = [{"step": r["step"], **{k: round(r[k], 4) for k in KEPT_EVAL}}
+             for r in rows if r["kind"] == "eval"]
+    train = [{"step": r["step"], **{k: round(r[k], 4) for k in KEPT_TRAIN}}
+             for r in rows if r["kind"] == "train" and r["step"] % 250 == 0]
+    settings = {"model.position_init": config["model"]["position_init"],
+                "train.learning_rate": config["train"]["learning_rate"],
+                "steps_run": max(r["step"] for r in rows)}
+    return {"settings": settings, "eval": evals, "train": train}
+
+
+def report(runs: list[Path], out: Path) -> dict:
+    curve = json.loads((ROOT / "research/results/learning_curve_nano_mini.json").read_text())
+    mini = next(c for c in curve["curves"] if c["preset"] == "mini")
+    result = {"about": __doc__.split("\n\n")[0],
+              "arms": {r.name: summarise(r) for r in runs},
+              "length32_mini": [{"step": p["step"], "disc_auc": round(p["disc_auc"], 4),
+                                 "gen_accuracy": round(p["gen_accuracy"], 4)}
+                                for p in mini["points"] if p["step"] <= 4000],
+              "examples_fill": examples_fill()}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "diagnosis.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--steps", type=int, default=4000)
+    r.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
+    p = sub.add_parser("report")
+    p.add_argument("runs", nargs="+", type=Path)
+    p.add_argument("--out", type=Path, default=ROOT / "research/results/len128")
+    args = ap.parse_args()
+    if args.command == "run":
+        run(args.out, args.steps, args.arms)
+    else:
+        report(args.runs, args.out)
+
+
+if __name__ == "__main__":
+    main()
