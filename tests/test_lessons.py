@@ -287,3 +287,30 @@ def test_the_wheel_ships_the_notebooks(tmp_path):
     assert sorted(shipped) == COURSE
     for name, data in shipped.items():
         assert data == (ROOT / name).read_bytes(), name
+
+
+# Lesson 08's table of English measurements, row label -> (results folder, arm): typed into the
+# lesson so that a copied course, without the repository's results files, shows it too.
+ENGLISH_ARMS = {"ELECTRA, generator 1/8": ("generator-size-mini", "generator 1/8"),
+                "ELECTRA, generator 1/4 (the paper's)": ("efficiency-mini", "ELECTRA"),
+                "ELECTRA, generator 1/2": ("generator-size-mini", "generator 1/2"),
+                "ELECTRA, generator 1 (as wide)": ("generator-size-mini", "generator 1"),
+                "BERT-style MLM": ("efficiency-mini", "BERT (MLM)"),
+                "random init": ("efficiency-mini", "random init (no pre-training)")}
+
+
+def test_lesson_08s_english_table_is_the_results_files():
+    cells = json.loads((NOTEBOOKS / "08_scaling_up.ipynb").read_text())["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    shown = {m[1]: (m[2], m[3]) for m in re.finditer(
+        r"^\| ([^|]+?) \| \**([\d.]+ ± [\d.]+)\** \| \**([\d.]+ ± [\d.]+)\** \|$", text, re.M)}
+    results = ROOT / "research" / "results" / "experiments"
+    want = {}
+    for label, (folder, arm) in ENGLISH_ARMS.items():
+        rows = json.loads((results / folder / "results.json").read_text())["rows"]
+        r = next(r for r in rows if r["arm"] == arm)
+        want[label] = (f"{r['swap_score']:.1f} ± {r['swap_score_sd']:.1f}",
+                       f"{r['probe_avg']:.1f} ± {r['probe_avg_sd']:.1f}")
+    assert shown == want
+    best = max(want, key=lambda k: float(want[k][0].split()[0]))
+    assert best == "ELECTRA, generator 1/8"  # what the prose after the table says
