@@ -314,3 +314,15 @@ def test_lesson_08s_english_table_is_the_results_files():
     assert shown == want
     best = max(want, key=lambda k: float(want[k][0].split()[0]))
     assert best == "ELECTRA, generator 1/8"  # what the prose after the table says
+
+
+def test_lesson_05s_loop_runs_the_learners_step():
+    """The loop that must equal ``minimal_pretrain`` runs the step the learner writes (the
+    library's until the stub is filled), not steps the lesson wrote for them."""
+    code = [c for c in json.loads((NOTEBOOKS / "05_training_electra.ipynb").read_text())["cells"]
+            if c["cell_type"] == "code"]
+    i = next(i for i, c in enumerate(code) if "minielectra.exercises." in "".join(c["source"]))
+    assert "def electra_step(" in "".join(code[i - 1]["source"])
+    loop = "".join(code[i + 1]["source"])
+    assert re.search(r"for step in range\(steps\)", loop) and "electra_step(model" in loop
+    assert "minimal_pretrain" in loop and "assert_close(ours, library" in loop
