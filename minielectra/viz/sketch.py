@@ -19,6 +19,7 @@ MARGIN = {"l": 80, "r": 80, "t": 100, "b": 80}  # plotly's defaults
 COLORBAR_PX, LEGEND_ROW_PX = 70, 18  # a colour bar's room (right margin), a legend row (below)
 FONT = 'font-family="Open Sans, Arial, sans-serif"'
 
+
 def _trace_values(trace, letter: str) -> list:
     """The values a trace puts on its ``letter`` ("x" or "y") axis, for the axis's range."""
     values = seq(getattr(trace, letter))
@@ -89,15 +90,16 @@ def draw_axes(fig: go.Figure, axes: dict[str, Axis]) -> list[str]:
                                         + ax.spec.overlaying[1:]].anchor or "x") or other
         if other is None:
             continue
-        parts += _axis_svg(ax, other, ref)
+        parts += _axis_svg(ax, other)
     return parts
 
 
-def _axis_svg(ax: Axis, other: Axis, ref: str) -> list[str]:
+def _axis_svg(ax: Axis, other: Axis) -> list[str]:
+    """An axis along the edge of the plot area that ``other`` spans (the far edge: right, top)."""
     parts, size = [], (ax.spec.tickfont.size or 12)
     far = ax.spec.side in ("right", "top")
-    edge = (max if far == ax.vertical else min)(other.lo_px, other.hi_px) if ax.vertical else \
-        (min if far else max)(other.lo_px, other.hi_px)
+    lo, hi = sorted((other.lo_px, other.hi_px))
+    edge = (hi if far else lo) if ax.vertical else (lo if far else hi)
     title = plain(ax.spec.title.text) if ax.spec.title and ax.spec.title.text else ""
     for p, label in ax.ticks():
         if ax.vertical:
@@ -111,7 +113,7 @@ def _axis_svg(ax: Axis, other: Axis, ref: str) -> list[str]:
                          f'y2="{other.hi_px:.1f}" stroke="#e5ecf6"/>')
             parts.append(text_svg(p, edge - 10 if far else edge + 12, label, size=size))
     if title and ax.vertical:
-        x = edge + 50 if far else edge - 50
+        x = edge + 50 if far else max(edge - 50, 14)  # a narrow margin: at the figure's edge
         mid = (ax.lo_px + ax.hi_px) / 2
         parts.append(text_svg(0, 0, title, size=13, extra=f'transform="translate({x:.1f},'
                                                             f'{mid:.1f}) rotate(-90)"'))
@@ -257,18 +259,21 @@ def draw_traces(fig: go.Figure, axes: dict[str, Axis]) -> list[str]:
 
 
 # ------------------------------------------------------------------- annotations and legend
-def draw_shapes(fig: go.Figure, axes: dict[str, Axis], canvas: Canvas) -> list[str]:
+def draw_shapes(fig: go.Figure, axes: dict[str, Axis], canvas: Canvas, *,
+                below: bool) -> list[str]:
+    """The rectangles drawn under the traces (``below``) or over them (plotly's default)."""
     parts = []
     for s in fig.layout.shapes:
-        if s.type != "rect":
+        if s.type != "rect" or (s.layer == "below") != below:
             continue
         x0, x1 = (_place(s.xref or "x", v, axes, canvas, "x") for v in (s.x0, s.x1))
         y0, y1 = (_place(s.yref or "y", v, axes, canvas, "y") for v in (s.y0, s.y1))
         line = s.line.color if s.line and s.line.color else "#444"
         parts.append(f'<rect x="{min(x0, x1):.1f}" y="{min(y0, y1):.1f}" '
                      f'width="{abs(x1 - x0):.1f}" height="{abs(y1 - y0):.1f}" '
-                     f'fill="{s.fillcolor or "none"}" stroke="{line}" '
-                     f'stroke-width="{(s.line.width if s.line and s.line.width else 2)}"/>')
+                     f'fill="{s.fillcolor or "none"}" fill-opacity="{s.opacity or 1}" '
+                     f'stroke="{line}" stroke-width='
+                     f'"{s.line.width if s.line and s.line.width is not None else 2}"/>')
     return parts
 
 
@@ -348,7 +353,8 @@ def figure_svg(fig: go.Figure, *, size: tuple[int, int] = (900, 450)) -> str:
     if any(t.type == "heatmap" and t.showscale is not False for t in fig.data):
         canvas.m["r"] = max(canvas.m["r"], COLORBAR_PX)  # as plotly's automargin makes room
     axes = axes_of(fig, canvas)
-    body = draw_axes(fig, axes) + draw_traces(fig, axes) + draw_shapes(fig, axes, canvas)
+    body = draw_axes(fig, axes) + draw_shapes(fig, axes, canvas, below=True)
+    body += draw_traces(fig, axes) + draw_shapes(fig, axes, canvas, below=False)
     body += draw_annotations(fig, axes, canvas)
     bar = draw_colorbar(fig, canvas)
     width = canvas.width

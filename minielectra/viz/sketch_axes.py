@@ -96,8 +96,8 @@ class Axis:
         lo, hi = min(nums), max(nums)
         if spec.range is not None and None not in spec.range:
             lo, hi = spec.range
-        elif not self.categories:
-            pad = (hi - lo) * 0.05 or 0.5
+        else:  # a category's cell spans half a unit either side; numbers get plotly's 5%
+            pad = 0.5 if self.categories else (hi - lo) * 0.05 or 0.5
             lo, hi = lo - pad, hi + pad
         self.lo, self.hi = lo, hi
         self.reversed = spec.autorange == "reversed"
@@ -110,10 +110,9 @@ class Axis:
         return float(v)
 
     def px(self, v) -> float | None:
-        n = v if isinstance(v, float) and not self.categories and not self.log else self._num(v)
-        if n is None:
-            return None
-        return self.px_of(n)
+        """The pixel of a value (None where it cannot be drawn: a log of 0, an unknown name)."""
+        n = self._num(v)
+        return None if n is None else self.px_of(n)
 
     def span(self, v, half: float) -> tuple[float, float]:
         """The pixels of a cell or bar ``half`` units either side of ``v``."""
@@ -122,6 +121,7 @@ class Axis:
         return min(a, b), max(a, b)
 
     def px_of(self, n: float) -> float:
+        """The pixel of a position in the axis's own units (a category's index, a log10)."""
         frac = (n - self.lo) / ((self.hi - self.lo) or 1.0)
         if self.reversed:  # lo_px is already the bottom of a y axis
             frac = 1 - frac
