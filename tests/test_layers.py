@@ -20,6 +20,7 @@ LAYOUT = ROOT / "docs" / "guides" / "layout.md"
 # Bottom to top, as the lessons meet them (docs/guides/layout.md). A module may import its own
 # layer and any layer below it.
 LAYERS = {"config": 0, "overrides": 0, "presets": 0, "safeio": 0, "ownership": 0, "progress": 0,
+          "course": 0,
           "data": 1, "model": 2,
           "objectives": 3, "training": 4, "commands": 8,
           "distributed": 4, "finetune": 5, "experiments": 6, "viz": 7, "cli": 8, "usage": 8,

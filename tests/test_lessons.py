@@ -296,3 +296,42 @@ def test_the_wheel_ships_the_notebooks(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     installs = [i["metadata"]["name"] for i in json.loads(report.read_text())["install"]]
     assert installs == ["minielectra"], installs
+
+
+# Lesson 08's table of English measurements, row label -> (results folder, arm): typed into the
+# lesson so that a copied course, without the repository's results files, shows it too.
+ENGLISH_ARMS = {"ELECTRA, generator 1/8": ("generator-size-mini", "generator 1/8"),
+                "ELECTRA, generator 1/4 (the paper's)": ("efficiency-mini", "ELECTRA"),
+                "ELECTRA, generator 1/2": ("generator-size-mini", "generator 1/2"),
+                "ELECTRA, generator 1 (as wide)": ("generator-size-mini", "generator 1"),
+                "BERT-style MLM": ("efficiency-mini", "BERT (MLM)"),
+                "random init": ("efficiency-mini", "random init (no pre-training)")}
+
+
+def test_lesson_08s_english_table_is_the_results_files():
+    cells = json.loads((NOTEBOOKS / "08_scaling_up.ipynb").read_text())["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    shown = {m[1]: (m[2], m[3]) for m in re.finditer(
+        r"^\| ([^|]+?) \| \**([\d.]+ ± [\d.]+)\** \| \**([\d.]+ ± [\d.]+)\** \|$", text, re.M)}
+    results = ROOT / "research" / "results" / "experiments"
+    want = {}
+    for label, (folder, arm) in ENGLISH_ARMS.items():
+        rows = json.loads((results / folder / "results.json").read_text())["rows"]
+        r = next(r for r in rows if r["arm"] == arm)
+        want[label] = (f"{r['swap_score']:.1f} ± {r['swap_score_sd']:.1f}",
+                       f"{r['probe_avg']:.1f} ± {r['probe_avg_sd']:.1f}")
+    assert shown == want
+    best = max(want, key=lambda k: float(want[k][0].split()[0]))
+    assert best == "ELECTRA, generator 1/8"  # what the prose after the table says
+
+
+def test_lesson_05s_loop_runs_the_learners_step():
+    """The loop that must equal ``minimal_pretrain`` runs the step the learner writes (the
+    library's until the stub is filled), not steps the lesson wrote for them."""
+    code = [c for c in json.loads((NOTEBOOKS / "05_training_electra.ipynb").read_text())["cells"]
+            if c["cell_type"] == "code"]
+    i = next(i for i, c in enumerate(code) if "minielectra.exercises." in "".join(c["source"]))
+    assert "def electra_step(" in "".join(code[i - 1]["source"])
+    loop = "".join(code[i + 1]["source"])
+    assert re.search(r"for step in range\(steps\)", loop) and "electra_step(model" in loop
+    assert "minimal_pretrain" in loop and "assert_close(ours, library" in loop

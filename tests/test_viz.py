@@ -303,6 +303,19 @@ def test_long_words_fit_their_cells_and_lone_marks_are_large():
         assert int(re.search(r"font-size:(\d+)px", label).group(1)) >= 20 and "<b>" in label
 
 
+def test_a_replaced_mark_keeps_the_cells_size_so_both_lines_fit():
+    """A quote drawn large above its original pushed the two lines past the cell's top, where
+    the outline hid it: a batch heatmap showed a replaced ``"`` as ``(the)`` alone."""
+    rec = _rec('"', 0.2, replaced=True, original="the")
+    label = cell_text(rec, cell_px=144, font_size=12)
+    assert "font-size" not in label and [_shown(line) for line in label.split("<br>")] == \
+        ['"', "(the)"]
+    assert "<b>" in label.split("<br>")[0]  # still bold: a mark at 12 px needs the weight
+    heat = batch_heatmap([[rec]])
+    assert "font-size" not in heat.data[0].text[0][0]
+    assert heat.layout.height - 200 >= 2 * heat.data[0].textfont.size + 6  # two lines a row
+
+
 def test_word_mode_refuses_a_replacement_it_would_hide(ckpt):
     text = "the boring station was crowded ."
     tokens = ckpt.tokenizer.convert_ids_to_tokens(ckpt.tokenizer.encode(text))

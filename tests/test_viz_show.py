@@ -8,6 +8,7 @@ plotly.js drawing the same figure in headless Chromium (skipped without Chromium
 import base64
 import json
 import struct
+from xml.etree import ElementTree
 
 import plotly.graph_objects as go
 import pytest
@@ -30,14 +31,26 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def test_without_static_copies_the_bundle_is_the_interactive_figure_and_a_line(monkeypatch):
+def test_by_default_the_figure_carries_an_svg_drawn_in_python(monkeypatch):
+    """No Chromium, no network and no environment variable: a student's own run of a lesson
+    keeps a picture of every figure for nbconvert's HTML."""
     monkeypatch.delenv("MINIELECTRA_STATIC_FIGURES", raising=False)
+    monkeypatch.setenv("MINIELECTRA_CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setenv("PATH", "/nonexistent")
     assert not static_figures_on()
     fig = _fig()
     bundle = figure_bundle(fig)
-    assert set(bundle) == {PLOTLY_MIME, "text/plain"}
+    assert set(bundle) == {PLOTLY_MIME, "image/svg+xml", "text/plain"}
     assert bundle[PLOTLY_MIME] == json.loads(fig.to_json())  # what plotly's renderer sends
-    assert "two cells" in bundle["text/plain"] and "run the notebook" in bundle["text/plain"]
+    svg = ElementTree.fromstring(bundle["image/svg+xml"])
+    texts = {"".join(t.itertext()) for t in svg.iter("{http://www.w3.org/2000/svg}text")}
+    assert {"two cells", "cat", "dog"} <= texts
+    assert "two cells" in bundle["text/plain"] and "interactive:" not in bundle["text/plain"]
+
+
+def test_a_widget_s_own_figure_carries_no_picture():
+    """FigureView redraws its figure in the kernel: the widget is the picture."""
+    assert set(figure_bundle(_fig(), static=False)) == {PLOTLY_MIME, "text/plain"}
 
 
 @pytest.mark.parametrize("value, on", [("1", True), ("true", True), ("0", False), ("", False)])
@@ -46,11 +59,11 @@ def test_the_environment_turns_static_copies_on(monkeypatch, value, on):
     assert static_figures_on() is on
 
 
-def test_without_chromium_the_output_says_why_there_is_no_picture(monkeypatch):
+def test_without_chromium_a_png_asked_for_is_an_svg_and_says_why(monkeypatch):
     monkeypatch.setenv("MINIELECTRA_CHROMIUM", "/nonexistent/chromium")
     bundle = figure_bundle(_fig(), static=True)
-    assert set(bundle) == {PLOTLY_MIME, "text/plain"}
-    assert "no static copy" in bundle["text/plain"]
+    assert set(bundle) == {PLOTLY_MIME, "image/svg+xml", "text/plain"}
+    assert "drawn without plotly.js" in bundle["text/plain"]
 
 
 @needs_chromium
@@ -63,8 +76,9 @@ def test_static_copy_is_a_png_of_the_figure_s_size_in_the_same_output():
     assert png_size(base64.b64decode(bundle["image/png"])) == (500, 200)
 
 
-def test_static_copy_of_a_widget_shows_nothing_when_off(monkeypatch):
+def test_a_widget_leaves_a_picture_of_its_figure_as_an_output_of_its_own(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a))
     static_copy(_fig(), static=False)
-    assert shown == []
+    (bundle,), = shown
+    assert set(bundle) == {"image/svg+xml", "text/plain"}

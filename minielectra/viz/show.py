@@ -1,9 +1,10 @@
 """Show a figure in a notebook so that every reader sees it, with or without a running kernel.
 
-GitHub's notebook preview and ``nbconvert --to html`` run no plotly.js, so :func:`show` puts a PNG
-(drawn by plotly.js in headless Chromium, :func:`.browser.figure_png`) and a line of text beside
-plotly's JSON: when asked (``static=True``), or for every figure with
-``MINIELECTRA_STATIC_FIGURES=1`` (how the committed lessons are executed).
+GitHub's notebook preview and ``nbconvert --to html`` run no plotly.js, so :func:`show` puts a
+picture and a line of text beside plotly's JSON, in the same output: an SVG drawn in Python
+(:mod:`.sketch`, offline, milliseconds, on every machine), or, when asked (``static=True``, or
+``MINIELECTRA_STATIC_FIGURES=1``, how the committed lessons are executed), a PNG drawn by plotly.js
+itself in headless Chromium (:func:`.browser.figure_png`, a few seconds a figure).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 
 def static_figures_on() -> bool:
-    """Whether :func:`show` adds a PNG when not told: ``MINIELECTRA_STATIC_FIGURES=1``."""
+    """Whether :func:`show` draws its picture with plotly.js (a PNG) rather than as an SVG
+    sketch: ``MINIELECTRA_STATIC_FIGURES=1``."""
     return os.environ.get("MINIELECTRA_STATIC_FIGURES", "").strip().lower() in ("1", "true",
                                                                                  "yes")
 
@@ -45,19 +47,22 @@ def png(fig: go.Figure) -> bytes:
 
 def figure_bundle(fig: go.Figure, *, static: bool | None = None,
                   interactive: bool = True) -> dict:
-    """The output's mimetypes: plotly's JSON (``interactive``), a PNG (``static``) and one line of
-    text, which says where the figure can be seen."""
-    static = static_figures_on() if static is None else static
+    """The output's mimetypes: plotly's JSON (``interactive``), a picture and one line of text.
+    The picture: a PNG drawn by plotly.js (``static``; default: :func:`static_figures_on`), else,
+    or where no Chromium draws one, an SVG sketch; ``static=False`` with ``interactive``: none
+    (a widget's own figure, redrawn while it runs)."""
+    want_png = static_figures_on() if static is None else static
     bundle = {PLOTLY_MIME: json.loads(fig.to_json())} if interactive else {}
     text = describe(fig)
-    if static:
+    if want_png:
         try:
             # base64 text, as a notebook stores images
             bundle["image/png"] = base64.b64encode(png(fig)).decode("ascii")
         except (FileNotFoundError, RuntimeError, OSError) as e:
-            text += f" (no static copy: {e})"
-    if not static or "image/png" not in bundle:
-        text += " (interactive: run the notebook in JupyterLab or VS Code to see it)"
+            text += f" (drawn without plotly.js: {e})"
+    if "image/png" not in bundle and (static is not False or not interactive):
+        from .sketch import figure_svg
+        bundle["image/svg+xml"] = figure_svg(fig, size=(FIGURE_WIDTH, DEFAULT_HEIGHT))
     bundle["text/plain"] = text
     return bundle
 
@@ -69,11 +74,11 @@ def show(fig: go.Figure, *, static: bool | None = None) -> None:
 
 
 def static_copy(fig: go.Figure, *, static: bool | None = None) -> None:
-    """A picture of a widget's current figure for readers without the kernel (GitHub, HTML);
-    nothing unless static copies are on (a live reader already sees the widget)."""
-    if static_figures_on() if static is None else static:
-        from IPython.display import display
-        display(figure_bundle(fig, static=True, interactive=False), raw=True)
+    """A picture of a widget's current figure, as an output of its own: what a reader sees where
+    the widget cannot be drawn (GitHub, nbconvert's HTML, JupyterLab after a kernel restart:
+    "model not found"). A PNG when ``static``, else an SVG sketch."""
+    from IPython.display import display
+    display(figure_bundle(fig, static=static, interactive=False), raw=True)
 
 
 class FigureView:

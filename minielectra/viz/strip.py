@@ -26,7 +26,7 @@ OUTCOMES = {  # outcome -> (marker symbol, legend name)
 # does too. Yellow with a black rim shows on all of them, and the legend draws it the same way.
 MARKER_FILL, MARKER_LINE = "#ffd92f", "#000000"
 FONT_SIZE, MIN_FONT_SIZE = 14, 10  # px: a strip's cell text, and the smallest before cutting
-BATCH_FONT_SIZE = 12  # px: a batch heatmap's cells (28 px rows)
+BATCH_FONT_SIZE = 12  # px: a batch heatmap's cells (32 px rows: two lines of 12 px and a gap)
 PUNCT_SCALE = 1.7  # a lone punctuation mark, this many times the cell's font size
 CHAR_EM = 0.62  # a character's width in em, generous for plotly's sans-serif fonts
 STRIP_PLOT_WIDTH = FIGURE_WIDTH - 110  # px: the figure less its margins and the colour bar
@@ -80,9 +80,10 @@ def plotly_text(text: str) -> str:
 
 
 def fit_label(text: str, *, cell_px: float, font_size: int = FONT_SIZE,
-              italic: bool = False) -> str:
+              italic: bool = False, large_marks: bool = True) -> str:
     """``text`` sized for a cell ``cell_px`` wide: a long word smaller, then cut with "…"; a lone
-    punctuation mark large and bold (a ``.`` at 14 px is a speck)."""
+    punctuation mark bold, and large (a ``.`` at 14 px is a speck) unless ``large_marks`` is
+    off."""
     room = 0.9 * cell_px / CHAR_EM  # characters x font size (px) that fit
     size = font_size
     if len(text) * size > room:
@@ -93,7 +94,7 @@ def fit_label(text: str, *, cell_px: float, font_size: int = FONT_SIZE,
     if italic:
         label = f"<i>{label}</i>"
     elif len(text) <= 2 and not any(ch.isalnum() for ch in text):
-        size = round(PUNCT_SCALE * font_size)
+        size = round(PUNCT_SCALE * font_size) if large_marks else font_size
         label = f"<b>{label}</b>"
     return label if size == font_size else f"<span style=\"font-size:{size}px\">{label}</span>"
 
@@ -118,9 +119,11 @@ def hover_text(record: dict) -> str:
 def cell_text(record: dict, *, cell_px: float = STRIP_PLOT_WIDTH / 12,
               font_size: int = FONT_SIZE) -> str:
     """The cell's label: the token, and under it the original when it was replaced."""
-    token = fit_label(record["token"], cell_px=cell_px, font_size=font_size)
     if not record["replaced"]:
-        return token
+        return fit_label(record["token"], cell_px=cell_px, font_size=font_size)
+    # Two lines fill the row: a mark drawn large would push the line box up past the cell's top,
+    # where a high mark (a quote) is lost under the cell's outline.
+    token = fit_label(record["token"], cell_px=cell_px, font_size=font_size, large_marks=False)
     original = fit_label(f"({record['original']})", cell_px=cell_px, font_size=font_size,
                          italic=True)
     return f"{token}<br>{original}"
@@ -231,7 +234,7 @@ def batch_heatmap(batch: list[list[dict]], *, labels: list[str] | None = None,
     fig.update_xaxes(tickvals=list(cols), ticktext=labels, side="top", tickfont=dict(size=13))
     fig.update_yaxes(autorange="reversed", title="position (word piece)", dtick=1 if n <= 60
                      else None, tickfont=dict(size=11))
-    fig.update_layout(title=title, width=FIGURE_WIDTH, height=200 + 28 * n, plot_bgcolor="white",
+    fig.update_layout(title=title, width=FIGURE_WIDTH, height=200 + 32 * n, plot_bgcolor="white",
                       margin=dict(t=110, l=70, r=20, b=20), showlegend=True,
                       legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1,
                                   xanchor="right"))  # the title is on the left

@@ -11,6 +11,7 @@ from pathlib import Path
 import ipywidgets as w
 import plotly.graph_objects as go
 
+from ..course import course_path, course_root
 from .scoring import Checkpoint, load_checkpoint, parse_replacements, score_text
 from .show import FIGURE_WIDTH, FigureView, static_copy, widget_bundle
 from .strip import hidden_pieces, plotly_text, token_strip
@@ -33,7 +34,7 @@ class Explorer:
         self.replace = w.Text(value=replace, description="replace", layout=wide,
                               placeholder="POS=WORD pairs, e.g. 2=dog 5=ran (empty: the "
                                           "generator samples)", continuous_update=False)
-        runs = sorted(str(p) for p in Path("runs").glob("*") if p.is_dir())  # pretrain's default
+        runs = course_runs()
         self.checkpoint = w.Combobox(value=str(checkpoint), options=["bundled", *runs],
                                      description="checkpoint", ensure_option=False, layout=wide,
                                      placeholder="bundled, a checkpoint dir or a run dir",
@@ -57,9 +58,12 @@ class Explorer:
         return self.view.figure
 
     def model(self, spec: str) -> Checkpoint:
-        """The checkpoint named ``spec``, loaded once."""
+        """The checkpoint named ``spec`` (a run dir found as :func:`.course_path` finds it),
+        loaded once."""
         if spec not in self._loaded:
-            self._loaded[spec] = load_checkpoint(spec)
+            found = load_checkpoint(course_path(spec))
+            found.name = spec  # the strip's title: what the box says
+            self._loaded[spec] = found
         return self._loaded[spec]
 
     def next_seed(self) -> None:
@@ -96,6 +100,13 @@ class Explorer:
         display(widget_bundle(self.widget, "<Explorer: a text box, its controls and the token "
                               "strip; they work while the notebook runs>"), raw=True)
         static_copy(self.figure)  # a picture of the first strip, for readers without a kernel
+
+
+def course_runs() -> list[str]:
+    """The run dirs in the course's ``runs/`` (pretrain's default ``--out``), as ``runs/NAME``:
+    the checkpoint box's choices, from any notebook of the course."""
+    root = course_root() or Path.cwd()
+    return sorted(f"runs/{p.name}" for p in (root / "runs").glob("*") if p.is_dir())
 
 
 def error_figure(message: str) -> go.Figure:
