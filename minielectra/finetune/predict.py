@@ -1,8 +1,9 @@
 """Scoring new sentences (or sentence pairs) with a fine-tuned model (:mod:`.saved`).
 
 ``minielectra predict --model DIR TEXT ...`` (pairs two at a time; ``-``: standard input; or
-``--file F``, :mod:`.inputs`) is :func:`run_predict`; text is encoded exactly as in
-fine-tuning (longest-first truncation to the run's ``max_seq_len``, or :mod:`.windows`).
+``--file F``, :mod:`minielectra.finetune.inputs`) is :func:`run_predict`; text is encoded
+exactly as in fine-tuning (longest-first truncation to the run's ``max_seq_len``, or
+:mod:`.windows`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A user's table files, read whole: CSV and TSV with a header, JSONL, each optionally gzipped.
 
-What fine-tuning on your own data (:mod:`.owndata.data`) and ``predict --file``
-(:mod:`.inputs`) both read. Any bytes of any size end in rows or in one ``ValueError`` naming the
-file and the line (``tests/test_readers_any_input.py``).
+What fine-tuning on your own data (:mod:`minielectra.finetune.owndata.data`) and ``predict
+--file`` (:mod:`minielectra.finetune.inputs`) both read. Any bytes of any size end in rows or in
+one ``ValueError`` naming the file and the line (``tests/test_readers_any_input.py``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 The run directory is locked and claimed first (:func:`lock_run_dir`, ``docs/guides/faults.md``).
 A fresh run refuses one that holds an earlier run's checkpoints; a resumed run continues from
 the newest *intact* checkpoint, written by the same configuration (:func:`resume_point`). Then
-the model is built, or reloaded, on the data of :mod:`.inputs` (:func:`model_and_data`).
+the model is built, or reloaded, on the data of :mod:`minielectra.training.inputs`
+(:func:`model_and_data`).
 
 Run layout (``train.out_dir``)::
 
