@@ -45,21 +45,8 @@ import torch  # noqa: E402
 
 from minielectra.finetune.run import finetune  # noqa: E402
 from minielectra.training.opening import open_checkpoint  # noqa: E402
+from suite_spec import EXTRA, FEW, PROTOCOL, RECIPES, SUITE  # noqa: E402
 from transfer import digest, random_twin, shape_key, weights_key  # noqa: E402
-
-# ------------------------------------------------------------------------------ what is measured
-
-SUITE = (("cola", None), ("sst2", 8000), ("mrpc", None), ("stsb", None), ("rte", None))
-FEW = tuple((task, 2000) for task, _ in SUITE)
-EXTRA = (("sst2", 2000), ("sst2", None))
-ROW_RECIPE = ("finetune.epochs=10", "finetune.reinit_layers=1")
-RECIPES: dict[str, tuple[str, ...]] = {
-    "reinit-1": ROW_RECIPE,  # the rule's recipe, every arm
-    "paper": (),  # 3 epochs (10 for STS-B and RTE), no re-initialisation
-    "epochs-10": ("finetune.epochs=10",),
-}
-# Every run: the last epoch's model (the paper's protocol), one thread.
-PROTOCOL = ("finetune.keep_epoch=last", "finetune.num_threads=1")
 
 
 @dataclass(frozen=True)

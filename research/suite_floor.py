@@ -24,7 +24,7 @@ from minielectra.finetune.metrics import compute_metrics
 from minielectra.finetune.task import subset
 from minielectra.safeio import write_file
 
-from suite import EXTRA, FEW, SUITE
+from suite_spec import EXTRA, FEW, SUITE
 
 
 def features(vectorizer: TfidfVectorizer, examples, pair: bool):

@@ -18,7 +18,7 @@ from minielectra.experiments.stats import noise_phrase, paired_by_unit, paired_t
 from minielectra.finetune.glue.data import get_task
 from minielectra.safeio import write_file
 
-from suite import EXTRA, FEW, PROTOCOL, RECIPES, SUITE
+from suite_spec import EXTRA, FEW, PROTOCOL, RECIPES, SUITE
 
 GROUPS = {"suite": SUITE, "few": FEW}
 
