@@ -75,7 +75,7 @@ ROWS: dict[str, Row] = {
 # The committed results also hold two rows whose options are not in the package: "pt-gdes"
 # (model.tying=gdes, DeBERTaV3's gradient-disentangled embedding sharing) and "pt-extra-norm"
 # (model.extra_norm, LTG-BERT's two extra LayerNorms a block). Neither paid (results.md); both
-# re-run at commit cf5925e of this repository, where the options and these rows live.
+# re-run at commit e1398f8 of this repository, where the options and these rows live.
 FINETUNE_ROWS = ("paper", "epochs-10", "epochs-20", "reinit-1", "adam")
 # The bundled checkpoint's pre-training time: its model card's 3013 s on this machine (the
 # installed run's own clock, 4602 s, was slowed by two other jobs on the two cores).
