@@ -9,8 +9,9 @@ Every arm is the suite's ``electra-len128`` recipe (the bundled checkpoint's: ``
 4,096 tokens a step), on its 13,150-step schedule, stopped after ``--steps`` steps; one setting
 changes per arm (:data:`ARMS`). ``report`` keeps, for each run, its settings, every held-out
 evaluation and the training losses every 250 steps, beside the length-32 ``mini`` curve of
-``research/results/learning_curve_nano_mini.json`` and how full the examples are at each length
-(``examples_fill``), in ``diagnosis.json``.
+``research/results/learning_curve_nano_mini.json``, how full the examples are at each length
+(``examples_fill``) and where each network's attention looks (:func:`attention`: each run's last
+checkpoint at 128 tokens, the bundled checkpoint at its own 32), in ``diagnosis.json``.
 """
 
 from __future__ import annotations
@@ -75,6 +76,50 @@ def examples_fill(lengths=(32, 128)) -> dict:
     return out
 
 
+def attention(checkpoint: str | Path, n: int, examples: int = 32) -> dict:
+    """Where each layer of both networks looks, on ``examples`` held-out examples at length
+    ``n``: the attention's entropy (nats; uniform over the row is ``log n``), the mean distance
+    ``|i - j|`` between a token and what it attends to, and the share of attention on ``[CLS]``
+    and on ``[SEP]`` (a head that always looks there reads no context)."""
+    import torch
+    from einops import rearrange
+
+    from minielectra.data.dataset import build_dataset, collate
+    from minielectra.model.attention import padding_mask
+    from minielectra.objectives.compute import load_model
+    model = load_model(checkpoint).eval()
+    ds = build_dataset("pretrain-en+pydocs", model.tokenizer, max_seq_len=n, split="heldout",
+                       num_workers=1, progress=False)
+    batch = collate(ds, np.arange(examples))
+    ids, keep = batch["input_ids"], batch["attention_mask"].bool()  # (b, n) each
+    distance = (torch.arange(n)[None, :] - torch.arange(n)[:, None]).abs().float()  # (n, n)
+    out = {}
+    with torch.no_grad():
+        for name in ("generator", "discriminator"):
+            encoder = getattr(model, name).encoder
+            x = encoder.embed_proj(encoder.embeddings(ids, batch["token_type_ids"]))  # (b, n, d)
+            mask = padding_mask(batch["attention_mask"])  # (b, 1, 1, n)
+            layers = []
+            for layer in encoder.layers:
+                q, k, _ = rearrange(layer.attn.qkv(x), "b n (three h e) -> three b h n e",
+                                    three=3, h=layer.attn.num_heads)
+                scores = (q @ k.transpose(-1, -2)) / q.shape[-1] ** 0.5  # (b, h, n, n)
+                w = scores.masked_fill(~mask, float("-inf")).softmax(-1)
+                rows = keep[:, None, :, None].expand_as(w[..., :1]).squeeze(-1)  # real queries
+                entropy = -(w * w.clamp_min(1e-12).log()).sum(-1)  # (b, h, n)
+                at = {"cls": ids == model.config.cls_token_id,
+                      "sep": ids == model.config.sep_token_id}  # (b, n) each
+                layers.append({
+                    "entropy": round(float(entropy[rows].mean()), 2),
+                    "log_n": round(float(keep.sum(-1).float().log().mean()), 2),
+                    "mean_distance": round(float((w * distance).sum(-1)[rows].mean()), 1),
+                    **{f"on_{t}": round(float((w * where[:, None, None, :]).sum(-1)[rows].mean()),
+                                        3) for t, where in at.items()}})
+                x = layer(x, mask)
+            out[name] = layers
+    return out
+
+
 def summarise(run_dir: Path) -> dict:
     config = json.loads((run_dir / "config.json").read_text())
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x]
@@ -85,7 +130,10 @@ def summarise(run_dir: Path) -> dict:
     settings = {"model.position_init": config["model"]["position_init"],
                 "train.learning_rate": config["train"]["learning_rate"],
                 "steps_run": max(r["step"] for r in rows)}
-    return {"settings": settings, "eval": evals, "train": train}
+    last = sorted((run_dir / "checkpoints").glob("step_*"))[-1]
+    return {"settings": settings, "eval": evals, "train": train,
+            "attention": {"checkpoint_step": int(last.name.split("_")[1]),
+                          "len128": attention(last, 128)}}
 
 
 def report(runs: list[Path], out: Path) -> dict:
@@ -96,7 +144,8 @@ def report(runs: list[Path], out: Path) -> dict:
               "length32_mini": [{"step": p["step"], "disc_auc": round(p["disc_auc"], 4),
                                  "gen_accuracy": round(p["gen_accuracy"], 4)}
                                 for p in mini["points"] if p["step"] <= 4000],
-              "examples_fill": examples_fill()}
+              "examples_fill": examples_fill(),
+              "bundled_attention_len32": attention("bundled", 32)}
     out.mkdir(parents=True, exist_ok=True)
     (out / "diagnosis.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
