@@ -63,7 +63,7 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         x = self.attn_norm(x + self.dropout(self.attn(x, mask)))  # (b, n, d)
-        h = F.gelu(self.ffn_in(x))  # (b, n, f): exact (erf) GELU, as the official code
+        h = F.gelu(self.ffn_in(x))  # exact (erf) GELU, as the official code
         return self.ffn_norm(x + self.dropout(self.ffn_out(h)))  # (b, n, d)
 
 
