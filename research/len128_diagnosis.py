@@ -32,10 +32,19 @@ ARMS = {  # name -> the one setting it changes
     "normal": (),  # the suite's electra-len128 arm as it was trained
     "sinusoidal": ("model.position_init=sinusoidal",),  # a position table with structure
     "lr3e-4": ("train.learning_rate=3e-4",),  # a third of mini's peak learning rate
+    "batch128": ("train.batch_size=128", "train.eval_every=250"),  # 4x the sequences a step
+    "generator-half": ("model.generator_size=0.5",),  # a generator 64 wide with 2 heads
+    "untied": ("model.tying=none",),  # no embeddings shared by the two networks
+    "disc-weight-1": ("objective.disc_weight=1.0",),  # the discriminator's loss not x50
+    "mlm": ("objective.name=mlm",),  # BERT's objective alone on the same network
 }
+SETTINGS = ("model.position_init", "model.generator_size", "model.tying", "objective.name",
+            "objective.disc_weight", "train.learning_rate", "train.batch_size")  # the arms vary
 SCHEDULE_STEPS = 13_150
-KEPT_EVAL = ("disc_auc", "disc_auc_text", "disc_recall", "disc_precision", "gen_accuracy")
-KEPT_TRAIN = ("lr", "gen_loss", "disc_loss", "gen_accuracy", "grad_norm", "replaced_fraction")
+KEPT_EVAL = ("disc_auc", "disc_auc_text", "disc_recall", "disc_precision", "gen_accuracy",
+             "mlm_accuracy")  # the MLM arm has no discriminator: its accuracy is mlm_accuracy
+KEPT_TRAIN = ("lr", "gen_loss", "disc_loss", "gen_accuracy", "mlm_accuracy", "grad_norm",
+              "replaced_fraction")
 
 
 def run(out: Path, steps: int, arms: list[str]) -> None:
@@ -96,6 +105,8 @@ def attention(checkpoint: str | Path, n: int, examples: int = 32) -> dict:
     out = {}
     with torch.no_grad():
         for name in ("generator", "discriminator"):
+            if getattr(model, name, None) is None:  # the MLM baseline has one network
+                continue
             encoder = getattr(model, name).encoder
             x = encoder.embed_proj(encoder.embeddings(ids, batch["token_type_ids"]))  # (b, n, d)
             mask = padding_mask(batch["attention_mask"])  # (b, 1, 1, n)
@@ -123,13 +134,12 @@ def attention(checkpoint: str | Path, n: int, examples: int = 32) -> dict:
 def summarise(run_dir: Path) -> dict:
     config = json.loads((run_dir / "config.json").read_text())
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x]
-    evals = [{"step": r["step"], **{k: round(r[k], 4) for k in KEPT_EVAL}}
+    evals = [{"step": r["step"], **{k: round(r[k], 4) for k in KEPT_EVAL if k in r}}
              for r in rows if r["kind"] == "eval"]
-    train = [{"step": r["step"], **{k: round(r[k], 4) for k in KEPT_TRAIN}}
+    train = [{"step": r["step"], **{k: round(r[k], 4) for k in KEPT_TRAIN if k in r}}
              for r in rows if r["kind"] == "train" and r["step"] % 250 == 0]
-    settings = {"model.position_init": config["model"]["position_init"],
-                "train.learning_rate": config["train"]["learning_rate"],
-                "steps_run": max(r["step"] for r in rows)}
+    settings = {key: config[key.split(".")[0]][key.split(".")[1]] for key in SETTINGS}
+    settings["steps_run"] = max(r["step"] for r in rows)
     last = sorted((run_dir / "checkpoints").glob("step_*"))[-1]
     return {"settings": settings, "eval": evals, "train": train,
             "attention": {"checkpoint_step": int(last.name.split("_")[1]),

@@ -35,8 +35,10 @@ def test_the_report_keeps_each_arms_evaluations_and_every_250th_step(tmp_path, m
     result = diagnosis.report(runs, tmp_path / "out")
     assert json.loads((tmp_path / "out" / "diagnosis.json").read_text()) == result
     normal = result["arms"]["normal"]
-    assert normal["settings"] == {"model.position_init": "normal", "train.learning_rate": 1e-3,
-                                  "steps_run": 500}
+    assert normal["settings"] == {"model.position_init": "normal", "model.generator_size": 0.25,
+                                  "model.tying": "embeddings", "objective.name": "electra",
+                                  "objective.disc_weight": 50.0, "train.learning_rate": 1e-3,
+                                  "train.batch_size": 128, "steps_run": 500}
     assert [e["step"] for e in normal["eval"]] == [500] and normal["eval"][0]["disc_auc"] == 0.53
     assert [t["step"] for t in normal["train"]] == [250, 500]
     assert result["arms"]["lr3e-4"]["settings"]["train.learning_rate"] == 3e-4
