@@ -335,3 +335,21 @@ def test_lesson_05s_loop_runs_the_learners_step():
     loop = "".join(code[i + 1]["source"])
     assert re.search(r"for step in range\(steps\)", loop) and "electra_step(model" in loop
     assert "minimal_pretrain" in loop and "assert_close(ours, library" in loop
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.rglob("*.ipynb")), ids=lambda p: p.name)
+def test_formulas_read_as_text_in_a_learners_offline_html(path):
+    """``jupyter nbconvert --to html`` loads MathJax from a CDN: offline, ``$...$`` stays raw.
+    The notebooks write their formulas in Unicode and HTML (``<sub>``, ``<sup>``), which every
+    reader shows as they are: no TeX for a renderer to typeset, and every ``*x*`` italic."""
+    from nbconvert.filters.markdown import markdown2html
+    nb = json.loads(path.read_text())
+    for c in nb["cells"]:
+        if c["cell_type"] != "markdown":
+            continue
+        source = "".join(c["source"])
+        assert not re.search(r"\$\$|\$[^$\s][^$\n]*\$|\\(frac|sqrt|mathrm|text)\b", source), \
+            (path.name, source[:80])
+        html = markdown2html(source)
+        text = re.sub(r"<code>.*?</code>|<pre>.*?</pre>", "", html, flags=re.S)
+        assert not re.search(r"(?<![\w*])\*\w[^*\n]*\*(?![\w*])", text), (path.name, source[:80])
