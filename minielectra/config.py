@@ -155,6 +155,16 @@ class DataConfig:
     num_workers: int = 0  # processes for tokenisation; 0 = all cores
     # A `minielectra prepare --out` folder: its shards and tokenizer replace corpus and vocab.
     prepared: str | None = None
+    # Two lengths, BERT's schedule (the paper's ELECTRA trains at one): 0 = one length. Else the
+    # last `long_fraction` of the steps read `long_seq_len`-token examples, with the batch shrunk
+    # so that a step holds as many tokens (train.batch_size x max_seq_len / long_seq_len).
+    # Attention needs the short start to find its neighbours (docs/results/suite.md).
+    long_seq_len: int = 0
+    long_fraction: float = 0.1
+
+    def final_seq_len(self) -> int:
+        """The length a run ends at: the one its final checkpoint is scored at."""
+        return self.long_seq_len or self.max_seq_len
 
 
 @dataclass
@@ -242,10 +252,29 @@ class RunConfig:
                              "discriminator: it needs model.generator_size=1.0, tying "
                              "none|embeddings")
         self.train.validate()
-        if self.data.max_seq_len > self.model.max_position_embeddings:
-            raise ValueError(f"data.max_seq_len {self.data.max_seq_len} exceeds "
+        d = self.data
+        if d.final_seq_len() > self.model.max_position_embeddings:
+            name = "long_seq_len" if d.long_seq_len else "max_seq_len"
+            raise ValueError(f"data.{name} {d.final_seq_len()} exceeds "
                              f"model.max_position_embeddings {self.model.max_position_embeddings}")
+        if d.long_seq_len:
+            self._check_two_lengths()
         return self
+
+    def _check_two_lengths(self) -> None:
+        d, b = self.data, self.train.batch_size
+        if d.long_seq_len <= d.max_seq_len:
+            raise ValueError(f"data.long_seq_len must be 0 or longer than data.max_seq_len "
+                             f"{d.max_seq_len}, got {d.long_seq_len}")
+        if not 0 < d.long_fraction < 1:
+            raise ValueError(f"data.long_fraction must be in (0, 1), got {d.long_fraction!r}")
+        if (b * d.max_seq_len) % d.long_seq_len:
+            raise ValueError(f"data.long_seq_len {d.long_seq_len} must divide train.batch_size x "
+                             f"data.max_seq_len ({b} x {d.max_seq_len}): the long steps hold as "
+                             "many tokens as the short ones")
+        if d.prepared:
+            raise ValueError("data.long_seq_len: a prepared folder holds examples of one length; "
+                             "train from the corpus (--corpus) to use two")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -31,6 +31,7 @@ from ..data.prepare import load_prepared
 from ..model.electra import Electra
 from ..objectives.compute import DISCRIMINATIVE, compute, load_model
 from ..progress import counted, progress_bar
+from .inputs import long_stage
 from .opening import open_checkpoint
 from .device import autocast, check_precision, device_named
 
@@ -190,6 +191,8 @@ def evaluate(checkpoint: str | Path, *, corpus: str | None = None,
         raise FileNotFoundError(f"{path}: the checkpoint has no vocab.txt to tokenize text with")
     if has_run_config:
         model.objective = cfg.objective
+    if (stage := long_stage(cfg)) is not None:  # a two-length run: its last length and batch
+        cfg = stage[1]
     if max_seq_len is not None:
         if max_seq_len > model.config.max_position_embeddings:
             raise ValueError(f"max_seq_len {max_seq_len} is longer than the checkpoint's "

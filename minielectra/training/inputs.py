@@ -7,6 +7,8 @@ special ids from the tokenizer (:func:`set_token_ids`).
 
 from __future__ import annotations
 
+import copy
+
 from ..config import RunConfig
 from ..data.corpus import open_corpus
 from ..data.dataset import build_dataset
@@ -40,3 +42,15 @@ def set_token_ids(cfg: RunConfig, tokenizer) -> None:
     cfg.model.vocab_size = tokenizer.vocab_size
     cfg.model.pad_token_id, cfg.model.cls_token_id = tokenizer.pad_id, tokenizer.cls_id
     cfg.model.sep_token_id, cfg.model.mask_token_id = tokenizer.sep_id, tokenizer.mask_id
+
+
+def long_stage(cfg: RunConfig) -> tuple[int, RunConfig] | None:
+    """A two-length run's (``data.long_seq_len``) first long step, and the config its long steps
+    read their data by: the long length, and the batch that holds as many tokens."""
+    d, t = cfg.data, cfg.train
+    if not d.long_seq_len:
+        return None
+    long = copy.deepcopy(cfg)
+    long.data.max_seq_len = d.long_seq_len
+    long.train.batch_size = t.batch_size * d.max_seq_len // d.long_seq_len
+    return t.max_steps - round(d.long_fraction * t.max_steps), long

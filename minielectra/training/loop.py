@@ -22,6 +22,7 @@ from .checkpoints import (checkpoint_dir, milestone_steps, prune_checkpoints,
 from .compiling import compile_module
 from .device import resolve_device
 from .evaluate import evaluate_model, heldout_batches
+from .inputs import long_stage, prepare_data
 from .interrupt import Interrupted, SigintFlag, deferred_sigint
 from .optim import build_optimizer, lr_at, set_lr
 from .setup import (lock_run_dir, model_and_data, prepare_out_dir, refuse_earlier_run,
@@ -99,17 +100,18 @@ class Run:
                                                        resumed=ckpt is not None)
 
         self.net = ranks.wrap(self.model)  # DDP: gradients averaged over the ranks
-        # static shapes: one graph for the whole run (tests/test_speed.py); never symbolic ones,
-        # which the masking's random draws on a CPU cannot take
+        # static shapes: one graph for the whole run (tests/test_speed.py), two for a two-length
+        # one; never symbolic ones, which the masking's random draws on a CPU cannot take
         self.net = compile_module(self.net, self.device, dynamic=False) if t.compile else self.net
-        # CPU tensors (pinned for cuda), moved to the device in train_step.
-        self.batches = batch_iterator(train_ds, t.batch_size, seed=t.seed,
-                                      start=self.step * t.grad_accum, device=self.device,
-                                      rank=ranks.rank, world_size=ranks.world_size)
-        if self.device.type == "cuda":  # the next batches are gathered while the GPU steps
-            self.batches = prefetch(self.batches)
-        self.eval_data = list(heldout_batches(heldout_ds, batch_size=t.batch_size,
-                                              max_examples=t.eval_examples, device=self.device))
+        self.stages = {False: (0, t.batch_size, train_ds, heldout_ds)}
+        self.long = long_stage(cfg)  # (its first step, its config) for a two-length run
+        if self.long is not None:  # built now: a corpus too small for it fails before step 1
+            first, long = self.long
+            ranks.check(long.train.batch_size)
+            _, train_long, heldout_long = prepare_data(long, tokenizer=self.model.tokenizer,
+                                                       progress=progress)
+            self.stages[True] = (first, long.train.batch_size, train_long, heldout_long)
+        self.read_stage(long=self.long is not None and self.step > self.long[0])
         self.bar = progress_bar(total=t.max_steps, initial=self.step, disable=not progress,
                                 desc="pretrain", dynamic_ncols=True)
         self.log = MetricsLog(metrics_path, self.bar, self.start_time, on_record=on_record,
@@ -119,11 +121,27 @@ class Run:
         if ckpt is not None and self.evaluation_due() and self.step not in evaluated:
             self.evaluate()  # the checkpoint is written first; the run stopped before evaluating
 
+    def read_stage(self, long: bool) -> None:
+        """The batches and held-out examples from ``self.step`` on: the run's length, or (a
+        two-length run, from its first long step) the long one, each read from its own start."""
+        t = self.t
+        first, batch_size, train_ds, heldout_ds = self.stages[long]
+        # CPU tensors (pinned for cuda), moved to the device in train_step.
+        self.batches = batch_iterator(train_ds, batch_size, seed=t.seed,
+                                      start=(self.step - first) * t.grad_accum, device=self.device,
+                                      rank=self.ranks.rank, world_size=self.ranks.world_size)
+        if self.device.type == "cuda":  # the next batches are gathered while the GPU steps
+            self.batches = prefetch(self.batches)
+        self.eval_data = list(heldout_batches(heldout_ds, batch_size=batch_size,
+                                              max_examples=t.eval_examples, device=self.device))
+        self.seq_len = int(heldout_ds.input_ids.shape[1])
+
     def evaluate(self) -> dict[str, Any]:
         with self.log.paused():
             result = evaluate_model(self.model, self.eval_data, seed=self.t.seed,
                                     precision=self.t.precision)
-            self.log.write({"kind": "eval", "step": self.step, **result,
+            length = {"max_seq_len": self.seq_len} if self.long is not None else {}
+            self.log.write({"kind": "eval", "step": self.step, **result, **length,
                             "elapsed_s": time.perf_counter() - self.start_time})
         return result
 
@@ -168,6 +186,8 @@ class Run:
         t = self.t
         try:
             while (stop := self.stop_reason(until_step)) is None:
+                if self.long is not None and self.step == self.long[0]:
+                    self.read_stage(long=True)  # the last steps, at the long length
                 lr = lr_at(self.step, t)
                 set_lr(self.optimizer, lr, t, self.step)
                 stats = train_step(self.net, self.batches, self.optimizer, self.scaler, t=t,

@@ -66,7 +66,7 @@ def load_checkpoint(spec: str | Path = "bundled", *, precision: str = "fp32") ->
                          "objective: it has no discriminator to show")
     if model.tokenizer is None:
         raise FileNotFoundError(f"checkpoint {spec}: no vocab.txt to tokenize text with")
-    window = run_config_for(path, model).data.max_seq_len  # as `evaluate` reads it
+    window = run_config_for(path, model).data.final_seq_len()  # as `evaluate` reads it
     return Checkpoint(model, path, window, str(spec), precision)
 
 
