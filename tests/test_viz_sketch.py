@@ -108,7 +108,8 @@ def test_the_library_s_own_figures(make):
 
 def test_a_learners_nbconvert_html_shows_every_figure_and_the_explorer(tmp_path):
     """As a learner: execute a notebook (no MINIELECTRA_STATIC_FIGURES, no Chromium), export it
-    with ``jupyter nbconvert --to html``: each figure, and the explorer's strip, is a picture."""
+    with ``jupyter nbconvert --to html``: each figure, the explorer's strip and the live report's
+    final curves are pictures."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     from nbconvert import HTMLExporter
@@ -117,7 +118,14 @@ def test_a_learners_nbconvert_html_shows_every_figure_and_the_explorer(tmp_path)
              "import plotly.graph_objects as go\nfrom minielectra.viz.show import show\n"
              "show(go.Figure(go.Bar(y=[1, 3, 2]), layout=dict(title='three bars')))",
              "from minielectra.viz.widget import Explorer\n"
-             "Explorer('bundled', 'the cat sat on the mat .')"]
+             "Explorer('bundled', 'the cat sat on the mat .')",
+             "from minielectra.viz.report import LiveReport\nlive = LiveReport(title='live run')\n"
+             "live",
+             "for s in (10, 20):\n"
+             "    live({'kind': 'train', 'step': s, 'elapsed_s': s, 'loss': 5.0, 'gen_loss': 4.0,\n"
+             "          'disc_loss': 0.5, 'gen_accuracy': 0.1, 'disc_accuracy': 0.8, 'lr': 1e-3,\n"
+             "          'tokens_per_s': 1000.0})\n"
+             "live({'kind': 'eval', 'step': 20, 'elapsed_s': 21, 'disc_auc': 0.7})"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
@@ -127,3 +135,7 @@ def test_a_learners_nbconvert_html_shows_every_figure_and_the_explorer(tmp_path)
     pictures += re.findall(r"<svg.*?</svg>", html, re.S)  # inline, as other templates write it
     assert any("three bars" in p for p in pictures) and "(interactive:" not in html
     assert any("bundled: sampled with seed 0" in p for p in pictures)  # the explorer's strip
+    # the live report's cell keeps a picture of the curves as of the run's last evaluation
+    live = [o for o in nb.cells[3].outputs if "image/svg+xml" in o.get("data", {})]
+    assert len(live) == 1 and "live run" in live[0]["data"]["image/svg+xml"]
+    assert any("live run" in p for p in pictures)

@@ -14,7 +14,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .show import FIGURE_WIDTH, FigureView, widget_bundle
+from .show import FIGURE_WIDTH, FigureView, figure_bundle, widget_bundle
 
 PANELS = ("losses (train: lines, held-out: dots)", "accuracy (train: lines, held-out: dots)",
           "held-out ROC-AUC", "held-out precision and recall (P > 0.5)", "learning rate",
@@ -170,6 +170,7 @@ class LiveReport:
         self.every_s, self.last_draw = every_s, float("-inf")
         self.view = FigureView(training_report(self.records, title=title))
         self.widget = self.view.widget
+        self.picture = None  # the display handle of its picture, once shown
 
     @property
     def figure(self) -> go.Figure:
@@ -179,6 +180,8 @@ class LiveReport:
         self.records.append(record)
         if record.get("kind") == "eval" or time.monotonic() - self.last_draw >= self.every_s:
             self.refresh()
+        if record.get("kind") == "eval" and self.picture is not None:
+            self.picture.update(figure_bundle(self.figure, interactive=False), raw=True)
 
     def refresh(self) -> None:
         self.view.draw(training_report(self.records, title=self.title))
@@ -188,3 +191,7 @@ class LiveReport:
         from IPython.display import display
         display(widget_bundle(self.widget, "<LiveReport: the run's curves, drawn while the "
                               "notebook runs>"), raw=True)
+        # Below it, a picture of the curves as of the last held-out evaluation (a run's last
+        # record is one), for readers where the widget cannot be drawn: nbconvert's HTML, GitHub,
+        # the notebook reopened without its kernel. Empty until the first evaluation.
+        self.picture = display({"text/plain": ""}, raw=True, display_id=True)
