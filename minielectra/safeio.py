@@ -1,8 +1,8 @@
 """Writing what a user owns: never through a link, a file at once, one process per folder.
 
 :func:`write_file` writes beside the destination and renames over it (a link there is replaced,
-never its target); :class:`FolderLock` is ``run.lock``, a POSIX record lock the kernel drops
-with its process; :func:`sigterm_raises` makes SIGTERM take Ctrl-C's clean-up path (exit 143).
+never its target); :class:`FolderLock` is ``run.lock``, an OS lock (through ``filelock``) the
+kernel drops with its process; :func:`sigterm_raises` makes SIGTERM take Ctrl-C's clean-up path (exit 143).
 Which folders a command may write: :mod:`.ownership`; the guarantees: ``docs/guides/faults.md``.
 """
 
@@ -24,10 +24,7 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-try:
-    import fcntl
-except ImportError:  # Windows: the holder's pid is all there is to go by
-    fcntl = None
+import filelock
 
 log = logging.getLogger(__name__)
 
@@ -204,21 +201,19 @@ class FolderBusy(RuntimeError):
     """Another process holds the folder's ``run.lock``."""
 
 
-# The lock files this process holds (by device and inode): POSIX locks never conflict within a
-# process, so a second lock here is refused by this table. Weak: a lock dropped unreleased is
-# closed by the garbage collector, which frees the folder.
+# The lock files this process holds (by device and inode), to tell our own run.lock from a user's
+# file of that name. Weak: a lock dropped unreleased is closed by the garbage collector.
 _HELD: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def held_here(path: str | Path) -> bool:
-    """Whether this process holds the lock file ``path``. (Never open it to find out: closing
-    any descriptor of a file drops every POSIX lock this process has on it.)"""
+    """Whether this process holds the lock file ``path``."""
     try:
         st = Path(path).lstat()
     except OSError:
         return False
     held = _HELD.get((st.st_dev, st.st_ino))
-    return held is not None and held.file is not None
+    return held is not None and held.lock is not None
 
 
 def _alive(pid: int) -> bool:
@@ -239,21 +234,21 @@ def stale_holder(line: str) -> int | None:
     return None
 
 
+def _holder_line(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        return path.read_text(errors="replace").strip()
+    return ""
+
+
 class FolderLock:
-    """``folder/run.lock``, held while a command writes the folder; :meth:`release` frees it."""
+    """``folder/run.lock``, held while a command writes the folder; :meth:`release` frees it.
+
+    The lock is ``filelock``'s (``flock`` on POSIX, ``msvcrt`` on Windows): the system drops it
+    when the process ends, however it ends, so a killed run leaves no stale lock. The file holds
+    the holder's line (pid, host, start), which a refused second process names."""
 
     def __init__(self, folder: str | Path, *, what: str = "run"):
-        self.folder, self.what, self.file, self.key = Path(folder), what, None, None
-
-    def _open(self) -> tuple[int, bool]:
-        """The lock file's descriptor, and whether this call created the file."""
-        path = self.folder / LOCK_FILE
-        refuse_link(path, replace=True)  # ours to replace; its target is never written
-        flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            return os.open(path, flags), False
-        except FileNotFoundError:
-            return os.open(path, flags | os.O_CREAT, 0o666), True
+        self.folder, self.what, self.lock, self.key, self.holder = Path(folder), what, None, None, ""
 
     def _busy(self, holder: str) -> FolderBusy:
         holder = holder or "holder unknown"
@@ -262,54 +257,53 @@ class FolderLock:
 
     def acquire(self) -> "FolderLock":
         path = self.folder / LOCK_FILE
-        with contextlib.suppress(FileNotFoundError):
-            st = path.lstat()
-            held = _HELD.get((st.st_dev, st.st_ino))
-            if held is not None and held.file is not None:
-                raise self._busy(held.holder)
-        fd, created = self._open()
-        f = os.fdopen(fd, "r+", errors="replace")
-        previous = f.read().strip()
+        refuse_link(path, replace=True)  # ours to replace; its target is never written
+        created = not path.exists()
+        lock = filelock.FileLock(path, blocking=False, thread_local=False,
+                                 fallback_to_soft=False, mode=0o666)
         try:
-            if fcntl is not None:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            elif previous and stale_holder(previous) is None:
-                raise BlockingIOError
-        except (BlockingIOError, PermissionError):
-            f.close()
-            raise self._busy(previous) from None
+            lock.acquire()
+        except filelock.Timeout:
+            raise self._busy(_holder_line(path)) from None
+        previous = _holder_line(path)
         if previous and (pid := stale_holder(previous)) is not None:
             log.info("%s: left by pid %d, which no longer runs (killed?); taking it over", path,
                      pid)
         holder = (f"pid {os.getpid()} on {socket.gethostname()}, started "
                   f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
-        try:
-            f.seek(0)
-            f.truncate()
-            f.write(holder + "\n")
-            f.flush()
+        try:  # another descriptor of the file: closing it leaves the flock held
+            fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                os.ftruncate(fd, 0)
+                os.write(fd, (holder + "\n").encode())
+            finally:
+                os.close(fd)
         except OSError as e:  # a full disk: said naming the file; a file we made goes again
-            with contextlib.suppress(OSError):
-                f.close()
+            lock.release()
             if created:
                 with contextlib.suppress(OSError):
                     path.unlink()
             raise OSError(e.errno, e.strerror or str(e), str(path)) from None
-        st = os.fstat(fd)
-        self.file, self.key, self.holder = f, (st.st_dev, st.st_ino), holder
+        st = path.lstat()
+        self.lock, self.key, self.holder = lock, (st.st_dev, st.st_ino), holder
         _HELD[self.key] = self
         return self
 
     def release(self) -> None:
         """The holder's line goes (an empty run.lock is a free folder), then the lock."""
-        if self.file is not None:
+        if self.lock is not None:
             with contextlib.suppress(OSError):
-                self.file.truncate(0)
-            self.file.close()
+                os.truncate(self.folder / LOCK_FILE, 0)
+            self.lock.release()
             _HELD.pop(self.key, None)
-            self.file = None
+            self.lock = None
 
     close = release
+
+    def __del__(self):  # dropped unreleased: the folder is freed
+        with contextlib.suppress(Exception):
+            if self.lock is not None:
+                self.lock.release()
 
 
 def remove_stale_builds(root: str | Path) -> list[Path]:

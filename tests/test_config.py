@@ -105,7 +105,7 @@ def test_gpu_presets_save_and_evaluate_every_10k_steps(name):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--preset", "nanoo"], "valid presets: ['base', 'mini', 'nano', 'small', 'small++', 'tiny']"),
+    (["--preset", "nanoo"], "valid presets: ['base', 'laptop', 'mini', 'nano', 'small', 'small++', 'tiny']"),
     (["--set", "train.lr=1"], "train.learning_rate"),
     (["--set", "train.max_steps=ten"], "train.max_steps expects int, got 'ten'"),
     (["--max-steps", "0"], "train.max_steps must be positive, got 0"),
