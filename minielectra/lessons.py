@@ -20,7 +20,8 @@ import shlex
 from importlib import resources
 from pathlib import Path
 
-from .ownership import Layout, check_claim, claim
+from .outputs import output_folder
+from .ownership import Layout
 from .safeio import write_file
 
 # DIR is the learner's workspace too; no folder from before records is adopted: their work
@@ -127,18 +128,17 @@ def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:
         sources.update({f"{SOURCE}/{n}": p.read_bytes() for n, p in needed.items()})
     sources = dict(sorted(sources.items()))
     files = {**course, **sources}
-    # a link or a file where a folder goes, or at a lesson's name a file that no `lessons` wrote:
-    # refused, even forced
-    check_claim(directory, LESSONS, files, flag="DIR")
     clashes = [str(directory / n) for n in files if (directory / n).exists()]
-    if clashes and not force:
-        raise FileExistsError(f"{len(clashes)} lesson file(s) already exist, e.g. {clashes[0]}; "
-                              "pass --force to overwrite them")
-    claim(directory, LESSONS, files, flag="DIR")
-    for name, data in files.items():
-        target = directory / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_file(target, data)  # at once; never through a link
+    # a link or a file where a folder goes, or at a lesson's name a file that no `lessons` wrote:
+    # refused, even forced (no lock: a second copy at once writes the same bytes)
+    with output_folder(directory, LESSONS, files=files, lock=False, flag="DIR"):
+        if clashes and not force:
+            raise FileExistsError(f"{len(clashes)} lesson file(s) already exist, e.g. "
+                                  f"{clashes[0]}; pass --force to overwrite them")
+        for name, data in files.items():
+            target = directory / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_file(target, data)  # at once; never through a link
     return {"directory": str(directory), "files": list(course), "sources": list(sources),
             "overwritten": clashes, "next": next_step(directory)}
 

@@ -4,27 +4,22 @@ A command that writes a folder leaves :data:`MANIFEST` in it, naming the files i
 in the way that the record does not name is the user's, and the command is refused in one line
 (:func:`claim`). A folder from before records is adopted only when its layout and run record
 match (:class:`Layout`); an output that is or holds an input is refused (:func:`refuse_overlap`);
-a folder replaced whole is swapped in complete (:func:`exclusive_output`). The guarantees, each
-with its test: ``docs/guides/faults.md``.
+the door every command's output goes through is :mod:`.outputs`. The guarantees, each with its
+test: ``docs/guides/faults.md``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fnmatch
-import glob
 import json
 import logging
-import os
 import re
-import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .safeio import (ASIDE, LOCK_FILE, FolderLock, check_out_dir, held_here, replace_dir,
-                     write_file)
+from .safeio import LOCK_FILE, held_here, write_file
 
 log = logging.getLogger(__name__)
 
@@ -214,14 +209,17 @@ def claim(folder: str | Path, layout: Layout, names: Iterable[str], *,
 # ------------------------------------------------------------------------ 3. inputs as outputs
 
 
-def refuse_overlap(out: str | Path | None, inputs: Mapping[str, str | Path | None], *,
-                   flag: str = "--out") -> None:
-    """Refuse ``out`` that is, contains or lies inside one of ``inputs`` (``{flag: path}``; a
-    name that is no path on disk, such as a hub id, is skipped)."""
+Inputs = Mapping[str, "str | Path | None"] | Iterable[tuple[str, "str | Path | None"]]
+
+
+def refuse_overlap(out: str | Path | None, inputs: Inputs, *, flag: str = "--out") -> None:
+    """Refuse ``out`` that is, contains or lies inside one of ``inputs`` (``{flag: path}``, or
+    ``(flag, path)`` pairs where a flag names several; a name that is no path on disk, such as
+    a hub id, is skipped)."""
     if out is None:
         return
     o = Path(out).expanduser().resolve()
-    for name, path in inputs.items():
+    for name, path in (inputs.items() if isinstance(inputs, Mapping) else inputs):
         if path is None or not isinstance(path, (str, Path)) or not Path(path).exists():
             continue
         i = Path(path).expanduser().resolve()
@@ -231,61 +229,3 @@ def refuse_overlap(out: str | Path | None, inputs: Mapping[str, str | Path | Non
             raise ValueError(f"{flag} {out} {how} {name} {path}, which this command reads: an "
                              f"output never replaces or mixes with its input; choose another "
                              f"{flag}")
-
-
-# ------------------------------------------------------------------------ 4. all-or-nothing output
-
-
-def _leftovers(path: Path, kind: str) -> list[Path]:
-    return sorted(path.parent.glob(f".{glob.escape(path.name)}.{kind}-*"))
-
-
-def _recover(path: Path) -> None:
-    """A kill between the two renames of a swap left the previous output in ``.NAME.old-*/``:
-    put it back."""
-    old = [p / ASIDE for p in _leftovers(path, "old") if (p / ASIDE).is_dir()]
-    if not path.exists() and old:
-        os.rename(old[-1], path)
-        log.warning("%s: restored the previous output (a swap was interrupted)", path)
-
-
-@contextlib.contextmanager
-def exclusive_output(path: str | Path, layout: Layout, *, what: str | None = None,
-                     flag: str = "--out") -> Iterator[Path]:
-    """Yield an empty temporary folder beside ``path``, holding ``path/run.lock``; when the
-    block ends without error it gets its record and replaces ``path`` whole. An existing
-    ``path`` holding a file ``layout.command`` did not write is refused first. On any exception
-    ``path`` is as it was (a folder this call created goes again)."""
-    path = check_out_dir(path, flag=flag)
-    if path.is_symlink():  # a link the user named is the folder they mean: where it points
-        path = path.resolve()
-    _recover(path)
-    refuse_foreign(path, foreign_files(path, layout), layout, flag=flag)
-    created = not path.exists()
-    path.mkdir(parents=True, exist_ok=True)
-    what = what or layout.command
-    try:
-        lock = FolderLock(path, what=what).acquire()
-    except BaseException:
-        if created:
-            shutil.rmtree(path, ignore_errors=True)  # ours, and at most the lock's file in it
-        raise
-    new_lock, done = None, False
-    try:
-        for p in _leftovers(path, "tmp"):  # a killed writer's; ours to clean: we hold the lock
-            shutil.rmtree(p, ignore_errors=True)
-        with replace_dir(path) as tmp:
-            yield tmp
-            write_manifest(tmp, layout, [  # every file the block wrote
-                p.relative_to(tmp).as_posix() for p in tmp.rglob("*")
-                if p.is_file() and not p.is_symlink() and p.name not in (LOCK_FILE, MANIFEST)])
-            new_lock = FolderLock(tmp, what=what).acquire()  # the lock moves with the folder
-        done = True
-    finally:
-        for held in (new_lock, lock):
-            if held is not None:
-                held.release()
-        if created and not done and [p.name for p in path.iterdir()] == [LOCK_FILE]:
-            with contextlib.suppress(OSError):  # never hides the error that got us here
-                (path / LOCK_FILE).unlink()
-                path.rmdir()

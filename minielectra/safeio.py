@@ -2,8 +2,9 @@
 
 :func:`write_file` writes beside the destination and renames over it (a link there is replaced,
 never its target); :class:`FolderLock` is ``run.lock``, an OS lock (through ``filelock``) the
-kernel drops with its process; :func:`sigterm_raises` makes SIGTERM take Ctrl-C's clean-up path (exit 143).
-Which folders a command may write: :mod:`.ownership`; the guarantees: ``docs/guides/faults.md``.
+kernel drops with its process; :func:`sigterm_raises` makes SIGTERM take Ctrl-C's clean-up path
+(exit 143). Every command's output goes through :mod:`.outputs`; the guarantees:
+``docs/guides/faults.md``.
 """
 
 from __future__ import annotations
@@ -248,7 +249,8 @@ class FolderLock:
     the holder's line (pid, host, start), which a refused second process names."""
 
     def __init__(self, folder: str | Path, *, what: str = "run"):
-        self.folder, self.what, self.lock, self.key, self.holder = Path(folder), what, None, None, ""
+        self.folder, self.what = Path(folder), what
+        self.lock, self.key, self.holder = None, None, ""
 
     def _busy(self, holder: str) -> FolderBusy:
         holder = holder or "holder unknown"

@@ -32,7 +32,7 @@ from safetensors.torch import load_file
 from minielectra import cli
 from minielectra.data import hub as data_hub
 from minielectra.model import checkpoint as model_checkpoint
-from minielectra.training import setup as training_setup
+from minielectra.safeio import FolderLock
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus.txt"
@@ -487,7 +487,8 @@ def _disk_full(model, filename, **kwargs):
 
 
 def _hold_lock(monkeypatch, out: Path) -> None:
-    lock = training_setup.lock_run_dir(out)
+    out.mkdir(parents=True, exist_ok=True)
+    lock = FolderLock(out).acquire()  # as a run holds its folder
     monkeypatch.setattr(sys.modules[__name__], "_HELD", lock, raising=False)  # closed at undo
 
 
@@ -652,7 +653,7 @@ def test_a_second_run_is_refused_and_ctrl_c_saves_a_real_run(env, tmp_path, caps
     step = int(last.split("interrupted at step ")[1].split(";")[0])
     from minielectra import Electra
     Electra.from_pretrained(out / "checkpoints" / f"step_{step:07d}")  # whole, and loads
-    training_setup.lock_run_dir(out).close()  # the lock went with the process
+    FolderLock(out).acquire().close()  # the lock went with the process
 
 
 def test_offline_hub_fails_at_once_in_one_line(tmp_path):

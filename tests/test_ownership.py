@@ -316,16 +316,17 @@ def test_a_second_prepare_or_glue_on_the_same_folder_is_refused(tmp_path, capsys
 
 
 def test_a_full_disk_in_a_folder_built_aside_names_the_file_at_its_place(tmp_path):
-    from minielectra.ownership import Layout, exclusive_output
+    from minielectra.outputs import output_folder
+    from minielectra.ownership import Layout
     out = tmp_path / "out"
     with pytest.raises(OSError) as caught:
-        with exclusive_output(out, Layout("convert")) as tmp:
+        with output_folder(out, Layout("convert"), replace=True) as tmp:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp / "sub" / "a.bin"))
-    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(out / "sub" /
-                                                                               "a.bin")
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(out)
+    assert f"while writing {out / 'sub' / 'a.bin'}; nothing saved" in caught.value.strerror
     assert not out.exists() and not list(tmp_path.iterdir())
     with pytest.raises(FileNotFoundError, match="train.csv: no such file"):  # not a write's
-        with exclusive_output(out, Layout("convert")):
+        with output_folder(out, Layout("convert"), replace=True):
             raise FileNotFoundError("train.csv: no such file")
 
 
@@ -342,7 +343,7 @@ def test_a_damaged_record_is_named_not_trusted(env, tmp_path, capsys):
 
 def test_ctrl_c_or_a_kill_while_converting_leaves_the_output_as_it_was(tmp_path, capsys,
                                                                       monkeypatch):
-    from minielectra import ownership
+    from minielectra import outputs
     out = tmp_path / "hf"
     assert run_cli(capsys, "convert", "--to-hf", "bundled", "--out", out)[0] == 0
     before = sums(out)
@@ -362,12 +363,12 @@ def test_ctrl_c_or_a_kill_while_converting_leaves_the_output_as_it_was(tmp_path,
         aside = Path(dst)  # the old folder renamed aside (not the export's own swap inside it)
         if aside.name == ASIDE and aside.parent.name.startswith(".hf.old-"):
             raise SystemExit("killed")
-    monkeypatch.setattr(ownership.os, "rename", killed_after_the_first)
+    monkeypatch.setattr(outputs.os, "rename", killed_after_the_first)
     with pytest.raises(SystemExit):
         cli.main(["convert", "--to-hf", "bundled", "--out", str(out)])
     monkeypatch.undo()
     assert not out.exists() and list(tmp_path.glob(".hf.old-*"))
-    ownership._recover(out)
+    outputs._recover(out)
     assert sums(out) == before
 
 

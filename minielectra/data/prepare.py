@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ownership import Layout, claim, refuse_overlap
-from ..safeio import FolderLock, check_out_dir, read_json, write_file
+from ..outputs import output_folder
+from ..ownership import Layout
+from ..safeio import check_out_dir, read_json, write_file
 from .corpus import open_corpus
 from .dataset import (CHUNK_CHARS, FORMAT_VERSION, PretrainingDataset, text_chunks, map_chunks,
                       write_arrays)
@@ -43,6 +44,7 @@ CHUNKS_PER_SHARD = 64
 BERT_NAMES = ("bert-base-uncased", "bert-uncased")
 PREPARED = Layout("prepare", ("prepare.json", "vocab.txt", "tokenizer_config.json", *SPLITS),
                   lambda folder: "key" in read_json(folder / "prepare.json"))
+PREPARED_FILES = ("prepare.json", "vocab.txt", "tokenizer_config.json", *(f"{s}/" for s in SPLITS))
 
 
 # ------------------------------------------------------------------------------ the tokenizer
@@ -151,20 +153,19 @@ def prepare(corpus: str, *, out, tokenizer: str = "bert-base-uncased", max_seq_l
     if max_seq_len < 5 or chunks_per_shard < 1:
         raise ValueError("max_seq_len must be >= 5 and chunks_per_shard >= 1")
     check_out_dir(out)  # a file, or a folder that cannot be written: said before any work
-    for part in [corpus] if Path(corpus).exists() else corpus.split("+"):
-        refuse_overlap(out, {"--corpus": part, "--tokenizer": tokenizer})
-    start = time.perf_counter()
-    source = open_corpus(corpus, data_dir=data_dir, cache_dir=cache_dir)
-    tok = load_tokenizer(tokenizer, data_dir=data_dir)
-    settings = BuildSettings(max_seq_len, short_seq_prob, single_segment_prob, seed)
-    key = {"format": FORMAT_VERSION, "corpus": source.fingerprint,
-           "held_out_fraction": held_out_fraction, "tokenizer": tok.settings,
-           "chunk_chars": CHUNK_CHARS, "chunks_per_shard": chunks_per_shard, **asdict(settings)}
+    parts = [corpus] if Path(corpus).exists() else corpus.split("+")
+    inputs = [*(("--corpus", part) for part in parts), ("--tokenizer", tokenizer)]
     out = Path(out)
-    claim(out, PREPARED, ("prepare.json", "vocab.txt", "tokenizer_config.json",
-                          *(f"{s}/" for s in SPLITS)))  # none in the way but prepare's own
-    lock = FolderLock(out, what="prepare").acquire()  # a second prepare here is refused
-    try:
+    # none in the way but prepare's own; a second prepare here is refused
+    with output_folder(out, PREPARED, files=PREPARED_FILES, inputs=inputs, what="prepare"):
+        start = time.perf_counter()
+        source = open_corpus(corpus, data_dir=data_dir, cache_dir=cache_dir)
+        tok = load_tokenizer(tokenizer, data_dir=data_dir)
+        settings = BuildSettings(max_seq_len, short_seq_prob, single_segment_prob, seed)
+        key = {"format": FORMAT_VERSION, "corpus": source.fingerprint,
+               "held_out_fraction": held_out_fraction, "tokenizer": tok.settings,
+               "chunk_chars": CHUNK_CHARS, "chunks_per_shard": chunks_per_shard,
+               **asdict(settings)}
         _check_key(out, key)
         tok.save(out)
         parts = dict(zip(SPLITS, source.split(held_out_fraction)))
@@ -175,8 +176,6 @@ def prepare(corpus: str, *, out, tokenizer: str = "bert-base-uncased", max_seq_l
         manifest = {"key": key, "corpus": source.name, "tokenizer": tokenizer, "splits": splits,
                     "seconds": round(time.perf_counter() - start, 1)}
         write_file(out / "prepare.json", json.dumps(manifest, indent=2) + "\n")
-    finally:
-        lock.release()
     return {"out": str(out), "corpus": source.name, **{s: splits[s] for s in SPLITS},
             "bytes_per_example": splits["train"]["bytes"] / splits["train"]["num_examples"]}
 

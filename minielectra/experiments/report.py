@@ -13,7 +13,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..ownership import Layout, exclusive_output
+from ..outputs import output_folder
+from ..ownership import Layout
 from ..safeio import read_json, write_file
 from . import svg
 from .stats import paired_t, sign_flip
@@ -231,7 +232,7 @@ def write_report(exp: Experiment, results: list[dict], controls: list[dict], *, 
     text = markdown(exp, rows, setup)
     summary = {"experiment": exp.name, "question": exp.question, "setup": setup, "rows": rows,
                "runs": results, "controls": controls}
-    with exclusive_output(out, REPORT) as tmp:
+    with output_folder(out, REPORT, replace=True) as tmp:
         write_file(tmp / "results.json", json.dumps(summary, indent=2, default=str) + "\n")
         write_file(tmp / "results.md", text)
         files = ["results.json", "results.md", *(f.name for f in figures(exp, rows, tmp))]

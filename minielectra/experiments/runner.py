@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 from ..config import RunConfig, apply_overrides, preset as preset_config
 from ..objectives.flops import counted_flops, train_flops_per_step
-from ..ownership import Layout, claim, refuse_overlap
+from ..outputs import output_folder
+from ..ownership import Layout
 from .probe import tasks_present
 from .report import write_report
 from .runs import Judge, RunSpec, arm_config, execute, random_init
@@ -133,23 +134,29 @@ def run_experiment(name: str, *, budget: int | None = None, seeds: int = 1,
                  overrides=overrides, budgets=budgets)
     if shard is not None:
         specs = shard_of(specs, *shard)
-    for part in ([corpus] if corpus is None or Path(corpus).exists() else corpus.split("+")):
-        refuse_overlap(out, {"--corpus": part})
-    claim(out, EXPERIMENT_OUT, ["runs/"] + ([f"{name}/"] if shard is None else []))
-    if skipped and progress:
-        print(f"experiment {name}: not judged: {'; '.join(skipped)}", file=sys.stderr)
-    with contextlib.redirect_stdout(sys.stderr):  # stdout: the JSON the CLI prints
-        if shard is not None:
-            for spec in specs:
-                if progress:
-                    print(f"[{name} shard {shard[0]}/{shard[1]}] {spec.arm}, seed {spec.seed} "
-                          f"({spec.steps} steps) -> {spec.cfg.train.out_dir}", flush=True)
-                execute(spec, judge, progress=progress)
-            return {"experiment": name, "shard": f"{shard[0]}/{shard[1]}", "runs": len(specs),
-                    "out": str(out), "next": "the same command without --shard writes the report"}
-        return _run(name, specs, judge, out=Path(out), progress=progress,
-                    setup={"preset": preset, "corpus": corpus, "budget": budget, "seeds": seeds,
-                           "overrides": list(overrides), "skipped": skipped})
+    parts = [corpus] if corpus is None or Path(corpus).exists() else corpus.split("+")
+    # shared by the experiments and by shards running at once: claimed, not locked (each run's
+    # folder inside is locked by its pretrain)
+    with output_folder(out, EXPERIMENT_OUT, files=["runs/"] + ([f"{name}/"] if shard is None
+                                                               else []),
+                       inputs=[("--corpus", part) for part in parts], lock=False):
+        if skipped and progress:
+            print(f"experiment {name}: not judged: {'; '.join(skipped)}", file=sys.stderr)
+        with contextlib.redirect_stdout(sys.stderr):  # stdout: the JSON the CLI prints
+            if shard is not None:
+                for spec in specs:
+                    if progress:
+                        print(f"[{name} shard {shard[0]}/{shard[1]}] {spec.arm}, seed "
+                              f"{spec.seed} ({spec.steps} steps) -> {spec.cfg.train.out_dir}",
+                              flush=True)
+                    execute(spec, judge, progress=progress)
+                return {"experiment": name, "shard": f"{shard[0]}/{shard[1]}",
+                        "runs": len(specs), "out": str(out),
+                        "next": "the same command without --shard writes the report"}
+            return _run(name, specs, judge, out=Path(out), progress=progress,
+                        setup={"preset": preset, "corpus": corpus, "budget": budget,
+                               "seeds": seeds, "overrides": list(overrides),
+                               "skipped": skipped})
 
 
 def _run(name: str, specs: list[RunSpec], judge: Judge, *, out: Path, progress: bool,

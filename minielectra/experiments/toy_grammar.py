@@ -25,7 +25,7 @@ from ..config import ModelConfig, ObjectiveConfig, RunConfig, TrainConfig
 from ..model.electra import Electra
 from ..objectives.compute import build_model, compute
 from ..objectives.flops import train_flops_per_step
-from ..ownership import exclusive_output
+from ..outputs import output_folder
 from ..safeio import write_file
 from ..training.optim import AdamWeightDecay, lr_at, set_lr
 from .probe import ridge_fit, ridge_predict
@@ -292,7 +292,7 @@ def figure_series(result: dict) -> list[dict]:
 def write_report(result: dict, out: Path) -> list[Path]:
     """The report files, replacing ``out`` as a whole (:data:`.report.REPORT`)."""
     names = ["results.json", "results.md"]
-    with exclusive_output(out, REPORT) as tmp:
+    with output_folder(out, REPORT, replace=True) as tmp:
         write_file(tmp / names[0], json.dumps({k: v for k, v in result.items()
                                                if k != "files"}, indent=1) + "\n")
         write_file(tmp / names[1], markdown(result))

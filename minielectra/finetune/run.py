@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..overrides import override_keys
-from ..ownership import refuse_overlap
+from ..outputs import output_folder
 from ..config import finetune_config
 from ..training.device import resolve_device
 from ..training.opening import checkpoint_path, open_checkpoint
 from .glue.data import get_task
-from .output import finetune_output
+from .output import FINETUNED
 from .owndata.data import Columns, UserTask, task_from_files, task_from_hub
 from .squad.train import TASKS as SQUAD_TASKS, finetune_squad
 from .task import Task
@@ -75,13 +75,13 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
     once the data is read and ``out`` is held."""
     check_counts(seeds, max_train_examples)
     # an output that is, holds or lies in what the run reads would replace or mix with it
-    refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint), "--train": train,
-                         "--dev": dev})
+    inputs = {"--checkpoint": checkpoint_path(checkpoint), "--train": train, "--dev": dev}
     if isinstance(task, str) and task in SQUAD_TASKS:  # question answering (.squad.train)
         if seeds != 1 or columns != Columns() or regression is not None:
             raise ValueError(f"--task {task} takes one --seed, and no --seeds, columns or "
                              "--regression")
-        with finetune_output(out) as folder:  # locked; replaced when all is written
+        with output_folder(out, FINETUNED, inputs=inputs, replace=True,
+                           what="fine-tuning") as folder:  # locked; replaced when all is written
             return finetune_squad(checkpoint, task, out=folder, seed=seed, overrides=overrides,
                                   train=train, dev=dev, data_dir=data_dir,
                                   max_train_examples=max_train_examples, progress=progress,
@@ -102,7 +102,8 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
             print(f"finetune {task.display}: the recipe for your own data, {OWN_DATA_NOTE} "
                   "(the best on the GLUE-style suite's average; --set finetune.epochs=N to "
                   "change it)", file=sys.stderr)
-    with finetune_output(out) as folder:  # locked; replaced when all is written
+    with output_folder(out, FINETUNED, inputs=inputs, replace=True,
+                       what="fine-tuning") as folder:  # locked; replaced when all is written
         return finetune_loaded(pretrained, source, task, cfg, out=folder, seed=seed, seeds=seeds,
                          data_dir=data_dir, max_train_examples=max_train_examples,
                          progress=progress, save_model=save_model,

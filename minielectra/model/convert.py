@@ -2,7 +2,7 @@
 
 The top of the model layer: it needs the model class and both file formats, which themselves
 never import the model (:mod:`.checkpoint`, :mod:`.hf`). ``out`` is written as every folder
-output is (:func:`minielectra.ownership.exclusive_output`): refused when it holds anything an
+output is (:func:`minielectra.outputs.output_folder`): refused when it holds anything an
 earlier ``convert`` did not write, or is, holds or lies inside the source; replaced as a whole
 once the converted model is complete.
 """
@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from ..ownership import Layout, exclusive_output, refuse_overlap
+from ..outputs import output_folder
+from ..ownership import Layout
 from ..safeio import read_json
 from . import hf
 from .checkpoint import load_pretrained
@@ -45,10 +46,9 @@ def convert(src: str | Path, out: str | Path, *, direction: Literal["from_hf", "
     if direction == "to_hf" and generator is not None:
         raise ValueError("generator= is only for direction='from_hf'")
     flag = "--from-hf" if direction == "from_hf" else "--to-hf"
-    refuse_overlap(out, {flag: BUNDLED if str(src) == "bundled" else src,
-                         "--generator": generator})
-    model = load_pretrained(src, model_class, generator=generator)
-    with exclusive_output(out, CONVERTED) as tmp:
+    inputs = {flag: BUNDLED if str(src) == "bundled" else src, "--generator": generator}
+    with output_folder(out, CONVERTED, inputs=inputs, replace=True) as tmp:
+        model = load_pretrained(src, model_class, generator=generator)
         if direction == "from_hf":
             model.save_pretrained(tmp)
         else:

@@ -8,6 +8,7 @@ the first step is :mod:`.setup`, and Ctrl-C saves the last completed step (:mod:
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -25,8 +26,9 @@ from .evaluate import evaluate_model, heldout_batches
 from .inputs import long_stage, prepare_data
 from .interrupt import Interrupted, SigintFlag, deferred_sigint
 from .optim import build_optimizer, lr_at, set_lr
-from .setup import (lock_run_dir, model_and_data, prepare_out_dir, refuse_earlier_run,
-                    refuse_inputs_as_output, release_run_dir, resume_point)
+from ..outputs import output_folder
+from .setup import (RUN_DIR, RUN_FILES, model_and_data, prepare_out_dir, refuse_earlier_run,
+                    resume_point, run_inputs)
 from ..progress import beside_bars, progress_bar
 from .ranks import Ranks, seed_slice
 from .step import MetricsLog, NanGuard, train_step
@@ -48,24 +50,19 @@ def pretrain(cfg: RunConfig, *, resume: bool = False, progress: bool = True,
     """
     cfg.validate()  # types and ranges: refused before the lock creates train.out_dir
     resolve_device(cfg.train)
-    refuse_inputs_as_output(cfg)
-    # One run per directory (rank 0 holds it for a data-parallel run), released when we return.
-    lock = lock_run_dir(cfg.train.out_dir) if ranks.main else None
-    try:
-        try:
-            run = Run(cfg, resume=resume, progress=progress, on_record=on_record, ranks=ranks)
-        except BaseException:  # refused (data, resume checks): no run.lock left behind
-            release_run_dir(lock, failed=True)
-            lock = None
-            raise
+    # One run per directory (rank 0 holds it for a data-parallel run), released when we return;
+    # a run refused before it wrote anything (data, resume checks) leaves no run.lock behind.
+    folder = (output_folder(cfg.train.out_dir, RUN_DIR, files=RUN_FILES, inputs=run_inputs(cfg),
+                            what="run")
+              if ranks.main else contextlib.nullcontext())
+    with folder:
+        run = Run(cfg, resume=resume, progress=progress, on_record=on_record, ranks=ranks)
         if on_start is not None:
             with beside_bars():  # the bar is drawn already: its lines go above it
                 on_start()
         with deferred_sigint() as run.sigint:  # Ctrl-C waits for the step in flight
             stop = run.train(until_step)
         summary = run.finish(stop)
-    finally:
-        release_run_dir(lock)
     if progress:
         print_summary(summary)
     return summary

@@ -1,6 +1,7 @@
 """Everything before the library loop's first step: the run directory, the resume checks, the model.
 
-The run directory is locked and claimed first (:func:`lock_run_dir`, ``docs/guides/faults.md``).
+The run directory is locked and claimed first (:func:`minielectra.outputs.output_folder`, with
+:data:`RUN_DIR` and :func:`run_inputs`; ``docs/guides/faults.md``).
 A fresh run refuses one that holds an earlier run's checkpoints; a resumed run continues from
 the newest *intact* checkpoint, written by the same configuration (:func:`resume_point`). Then
 the model is built, or reloaded, on the data of :mod:`minielectra.training.inputs`
@@ -19,10 +20,8 @@ Run layout (``train.out_dir``)::
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,8 @@ from ..config import RunConfig
 from ..model.electra import Electra
 from ..objectives.compute import build_model, load_model
 from ..model.storage import CheckpointError, verify_checksums
-from ..ownership import MANIFEST, Layout, check_claim, claim, refuse_overlap
-from ..safeio import LOCK_FILE, FolderLock, write_file
+from ..ownership import Layout, claim
+from ..safeio import write_file
 from .checkpoints import checkpoint_dir, list_checkpoints
 from .inputs import prepare_data, set_token_ids
 
@@ -53,53 +52,13 @@ RUN_DIR = Layout("pretrain", ("config.json", "metrics.jsonl", "tokenizer", "chec
 RUN_FILES = ("config.json", "metrics.jsonl", "tokenizer/", "checkpoints/")
 
 
-def refuse_inputs_as_output(cfg: RunConfig) -> None:
-    """``--out`` must not be, hold or lie inside what the run reads: the corpus (each part of
-    ``a+b``), a prepared folder, a vocabulary file."""
+def run_inputs(cfg: RunConfig) -> list[tuple[str, str | None]]:
+    """What the run reads, which ``--out`` must not be, hold or lie inside: the corpus (each
+    part of ``a+b``), a prepared folder, a vocabulary file."""
     d = cfg.data
     corpus = str(d.corpus or "")
     parts = corpus.split("+") if "+" in corpus and not Path(corpus).exists() else [corpus]
-    for flag, path in [*(("--corpus", p) for p in parts), ("--data", d.prepared),
-                       ("data.vocab", d.vocab)]:
-        refuse_overlap(cfg.train.out_dir, {flag: path})
-
-
-def lock_run_dir(out_dir: str | Path) -> FolderLock:
-    """Lock ``out_dir`` for this run (release it with :func:`release_run_dir`): two runs there
-    would mix their logs, and one's pruning would delete the other's checkpoints. Refused first
-    when a file the run writes is there and no earlier run wrote it (by the record)."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, "--out (train.out_dir) is a file, not a "
-                                 "directory", str(out))
-    check_claim(out, RUN_DIR, RUN_FILES)  # before the lock's file is made: it may be a user's
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    fresh = not (out / LOCK_FILE).exists()
-    try:
-        lock = FolderLock(out).acquire()
-    except BaseException:
-        if created:  # what this call made, the lock's file at most: never hides the error
-            shutil.rmtree(out, ignore_errors=True)
-        raise
-    lock.created = (created, fresh)  # what a refused run takes away again
-    return lock
-
-
-def release_run_dir(lock: FolderLock | None, *, failed: bool = False) -> None:
-    """Unlock. A run that ``failed`` before writing anything leaves no trace: the run.lock (and
-    the record) it created go, and the directory too when it made it. Cleaning up never hides
-    the error that failed the run."""
-    if lock is None:
-        return
-    lock.release()
-    created, fresh = getattr(lock, "created", (False, False))
-    left = sorted(p.name for p in lock.folder.iterdir()) if lock.folder.is_dir() else []
-    if failed and fresh and set(left) <= {LOCK_FILE, MANIFEST}:
-        for name in left:
-            (lock.folder / name).unlink(missing_ok=True)
-        if created:
-            shutil.rmtree(lock.folder, ignore_errors=True)
+    return [*(("--corpus", p) for p in parts), ("--data", d.prepared), ("data.vocab", d.vocab)]
 
 
 # Settings that may change between a run and its resume: they do not change the trajectory.

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import data as glue, table
-from ...ownership import Layout, refuse_overlap
+from ...ownership import Layout
 from ...safeio import read_json, write_file
 from ...config import FinetuneConfig, finetune_config
 from ...training.device import resolve_device
 from ...training.opening import checkpoint_path, open_checkpoint
-from ..output import finetune_output
+from ...outputs import output_folder
 from ..train import finetune_loaded, check_counts
 
 # glue.json, glue.md and a folder per task (its result.json, with --save-models its model)
@@ -44,10 +44,10 @@ def run_glue(checkpoint, tasks: Sequence[str] | None = None, *, seeds: int = 1, 
         raise ValueError(f"--tasks names {twice} twice")
     cfg = finetune_config(overrides)
     resolve_device(cfg)  # a device or precision this machine lacks: refused before any work
-    refuse_overlap(out, {"--checkpoint": checkpoint_path(checkpoint)})
+    inputs = {"--checkpoint": checkpoint_path(checkpoint)}
     pretrained, path = open_checkpoint(checkpoint)  # once for all tasks
     source = None if path is None else str(path)
-    with finetune_output(out, layout=GLUE_OUT, what="glue") as folder:
+    with output_folder(out, GLUE_OUT, inputs=inputs, replace=True, what="glue") as folder:
         summary = _run_tasks(pretrained, source, names, cfg, out=folder, seeds=seeds, seed=seed,
                              data_dir=data_dir, max_train_examples=max_train_examples,
                              progress=progress, save_models=save_models,
