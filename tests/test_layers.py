@@ -19,8 +19,8 @@ LAYOUT = ROOT / "docs" / "guides" / "layout.md"
 
 # Bottom to top, as the lessons meet them (docs/guides/layout.md). A module may import its own
 # layer and any layer below it.
-LAYERS = {"config": 0, "overrides": 0, "presets": 0, "safeio": 0, "ownership": 0, "progress": 0,
-          "course": 0,
+LAYERS = {"config": 0, "overrides": 0, "presets": 0, "safeio": 0, "ownership": 0, "outputs": 0,
+          "progress": 0, "course": 0,
           "data": 1, "model": 2,
           "objectives": 3, "training": 4, "commands": 8,
           "distributed": 4, "finetune": 5, "experiments": 6, "viz": 7, "cli": 8, "usage": 8,
@@ -210,6 +210,32 @@ def test_import_minielectra_loads_the_model_and_config_only():
     assert first == "torch imported with OMP_WAIT_POLICY = PASSIVE"
     assert set(json.loads(loaded.replace("'", '"'))) == LIGHT
     assert later == "True"
+
+
+# What the learner's loop (`training.minimal`) loads: the model, the data it trains on and the
+# optimiser; no output folders, prepared shards, hub code, progress bars or fine-tuning.
+LEARNERS_LOOP = LIGHT | {
+    "minielectra.data", "minielectra.data.alphabet", "minielectra.data.corpus",
+    "minielectra.data.dataset", "minielectra.data.documents", "minielectra.data.examples",
+    "minielectra.data.files", "minielectra.data.tokenizer", "minielectra.training",
+    "minielectra.training.device", "minielectra.training.inputs", "minielectra.training.minimal",
+    "minielectra.training.optim", "minielectra.training.ranks"}
+
+
+def test_the_learners_loop_loads_twenty_modules():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, minielectra.training.minimal\n"
+            "print(sorted(m for m in sys.modules if m.startswith('minielectra')))")
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True)
+    loaded = set(eval(done.stdout))  # a list of module names
+    assert loaded == LEARNERS_LOOP, (loaded - LEARNERS_LOOP, LEARNERS_LOOP - loaded)
+    packages = {"minielectra", "minielectra.model", "minielectra.data", "minielectra.training"}
+    assert len(loaded - packages) <= 20
 
 
 # ------------------------------------------------------------------- the checker itself can fail

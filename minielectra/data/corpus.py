@@ -25,9 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import pydocs
 from .documents import WIKITEXT_FILE, Corpus, ReadStats, concat_corpora, file_documents
-from .hub import HUB_CORPORA, hub_corpus, parse_hub_spec
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +96,7 @@ def _data_dir_files(name: str, data_dir: Path | None) -> list[Path] | None:
 
 # ------------------------------------------------------------------------------------- pydocs
 def _pydocs_corpus(cache_dir: Path, stats: ReadStats) -> Corpus:
+    from . import pydocs  # the collecting script, imported where it runs
     build = f"{sys.version.split()[0]}-{sys.platform}-v{pydocs._PYDOCS_VERSION}"
     path = cache_dir / "corpora" / f"pydocs-{build}.txt"
     if not path.is_file():
@@ -118,6 +117,7 @@ def _pydocs_corpus(cache_dir: Path, stats: ReadStats) -> Corpus:
 
 # ----------------------------------------------------------------------------------- open_corpus
 def known_names() -> list[str]:
+    from .hub import HUB_CORPORA  # imported where a name may be one (hub code: not the course's)
     return ["pydocs", *DATA_DIR_ONLY, *HUB_CORPORA]
 
 
@@ -147,6 +147,7 @@ def _split_spec(spec: str) -> list[str]:
 
 
 def _open_one(spec: str, data_dir: Path | None, cache_dir: Path, stats: ReadStats) -> Corpus:
+    from .hub import HUB_CORPORA, hub_corpus, parse_hub_spec  # (as in known_names)
     if spec == "pydocs":
         return _pydocs_corpus(cache_dir, stats)
     if spec in DATA_DIR_ONLY or spec in HUB_CORPORA:

@@ -32,7 +32,6 @@ import torch
 from ..safeio import remove_stale_builds
 from .corpus import default_cache_dir, open_corpus
 from .documents import Corpus
-from ..progress import progress_bar
 from .examples import BuildSettings, id_dtype, build_chunk
 from .files import first_damaged, sha256_sums
 from .tokenizer import WordPieceTokenizer
@@ -278,6 +277,7 @@ def _write_examples(corpus: Corpus, tokenizer: WordPieceTokenizer, settings: Bui
             yield doc
 
     chunks = text_chunks(counted(corpus.documents()), CHUNK_CHARS)
+    from ..progress import progress_bar  # tqdm: only where examples are built
     with progress_bar(desc=f"examples {corpus.name}", unit="char", unit_scale=True,
               disable=not progress) as bar:
         c = write_arrays(directory, map_chunks(chunks, tokenizer, settings, workers),

@@ -24,7 +24,6 @@ from ..data.files import sha256_sums
 from ..data.tokenizer import WordPieceTokenizer
 from ..model.storage import CHECKSUMS, VOCAB, canonical_safetensors, verify_checksums
 from ..safeio import write_file
-from .glue.data import TASKS as GLUE, get_task
 from .classifier import FinetuneConfig, SequenceClassifier
 from .task import Task
 
@@ -74,9 +73,8 @@ def task_spec(task: Task) -> dict[str, Any]:
 
 
 def task_from_spec(meta: dict[str, Any]) -> Task:
-    """The GLUE task by name, or (a user's task) the one the spec describes."""
-    if meta["task"] in GLUE or "task_spec" not in meta:
-        return get_task(meta["task"])
+    """The task the saved spec describes, a GLUE task or a user's: what ``predict`` needs of it
+    (no task family is looked up, so the saved model reads the same whichever wrote it)."""
     t = meta["task_spec"]
     names = None if t["label_names"] is None else tuple(t["label_names"])
     return Task(t["name"], t["display"], "", (), 0, tuple(t["inputs"]), names, names,

@@ -12,7 +12,6 @@ import copy
 from ..config import RunConfig
 from ..data.corpus import open_corpus
 from ..data.dataset import build_dataset
-from ..data.prepare import load_prepared
 from ..data.tokenizer import resolve_tokenizer
 
 
@@ -21,6 +20,7 @@ def prepare_data(cfg: RunConfig, *, tokenizer=None, progress: bool = True):
     or a ``prepare`` folder's tokenizer and shards (``data.prepared``)."""
     d = cfg.data
     if d.prepared:
+        from ..data.prepare import load_prepared  # here: the learner's loop never reads one
         prepared_tokenizer, train, heldout = load_prepared(d.prepared, max_seq_len=d.max_seq_len)
         if tokenizer is not None and tokenizer.vocab_hash != prepared_tokenizer.vocab_hash:
             raise ValueError(f"--data {d.prepared}: its vocabulary is not the checkpoint's")
