@@ -47,6 +47,7 @@ from minielectra.finetune.run import finetune  # noqa: E402
 from minielectra.training.opening import open_checkpoint  # noqa: E402
 from suite_spec import EXTRA, FEW, PROTOCOL, RECIPES, SUITE  # noqa: E402
 from transfer import digest, random_twin, shape_key, weights_key  # noqa: E402
+from validation_split import on_validation  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class Job:
     task: str
     size: int | None
     seed: int
+    split: str = "dev"  # or "validation": trained without it, scored on it (validation_split.py)
 
 
 def arms_from(specs: Sequence[str]) -> list[Arm]:
@@ -77,7 +79,7 @@ def arms_from(specs: Sequence[str]) -> list[Arm]:
 
 
 def plan(arms: Sequence[Arm], *, recipes: Sequence[str], seeds: int, groups: Sequence[str],
-         recipe_arms: Sequence[str]) -> list[Job]:
+         recipe_arms: Sequence[str], split: str = "dev") -> list[Job]:
     """Jobs in the order they run: group by group, seed by seed, so that every arm's first
     seeds finish before any arm's later ones (an early report is already paired)."""
     tasks = {"suite": SUITE, "few": FEW, "sst2-2000": EXTRA[:1], "sst2-all": EXTRA[1:]}
@@ -88,7 +90,7 @@ def plan(arms: Sequence[Arm], *, recipes: Sequence[str], seeds: int, groups: Seq
                 for arm in arms:
                     if recipe != "reinit-1" and arm.name not in recipe_arms:
                         continue
-                    jobs += [Job(arm, recipe, t, n, seed) for t, n in tasks[group]]
+                    jobs += [Job(arm, recipe, t, n, seed, split) for t, n in tasks[group]]
     return list(dict.fromkeys(jobs))
 
 
@@ -124,8 +126,9 @@ def overrides_of(job: Job) -> list[str]:
 
 
 def job_key(job: Job, identity: dict) -> str:
+    split = {} if job.split == "dev" else {"split": job.split}  # the dev runs keep their keys
     return digest({"identity": identity, "task": job.task, "size": job.size, "seed": job.seed,
-                    "overrides": sorted(overrides_of(job)), "protocol": 1})
+                    "overrides": sorted(overrides_of(job)), "protocol": 1, **split})
 
 
 def _alive(pid: int) -> bool:
@@ -182,12 +185,16 @@ def run_job(job: Job, models: Models, runs: Path, lock: Path | None) -> dict | N
     try:
         with held(lock):
             start = time.perf_counter()
-            r = finetune(model, job.task, seed=job.seed, max_train_examples=job.size,
+            task, size = job.task, job.size
+            if job.split == "validation":  # its own training part and its own "dev"
+                task, size = on_validation(job.task, job.size), None
+            r = finetune(model, task, seed=job.seed, max_train_examples=size,
                          overrides=overrides_of(job), progress=False, save_model=False)
         run = r["runs"][0]
         result = {"arm": job.arm.name, "random": job.arm.random, "identity": identity,
                   "checkpoint": job.arm.checkpoint, "recipe": job.recipe, "task": job.task,
-                  "size": job.size, "train_examples": r["train_examples"], "seed": job.seed,
+                  "size": job.size, "split": job.split, "train_examples": r["train_examples"],
+                  "seed": job.seed,
                   "overrides": overrides_of(job), "score": r["score"], "metrics": r["metrics"],
                   "epoch_scores": run["epoch_scores"], "best_epoch": run["best_epoch"],
                   "final_train_loss": run["final_train_loss"], "steps": run["steps"],
@@ -227,6 +234,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     r.add_argument("--groups", nargs="+", default=["suite"],
                    choices=["suite", "few", "sst2-2000", "sst2-all"])
     r.add_argument("--seeds", type=int, default=3)
+    r.add_argument("--split", choices=["dev", "validation"], default="dev",
+                   help="score on GLUE's dev sets, or train without the validation split "
+                        "(research/results/validation_split.json) and score on it, to choose")
     r.add_argument("--out", type=Path, default=Path("experiments/suite"))
     r.add_argument("--lock", type=Path, help="hold flock on this file during each run")
     r.add_argument("--dry-run", action="store_true", help="list the jobs, run nothing")
@@ -238,10 +248,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     rs.add_argument("--results", type=Path, default=Path("research/results/suite"))
     fl = sub.add_parser("floor", help="the bag-of-words floor (TF-IDF + logistic/ridge)")
     fl.add_argument("--out", type=Path, default=Path("experiments/suite"))
+    fl.add_argument("--split", choices=["dev", "validation"], default="dev")
     a = p.parse_args(argv)
     if a.command == "run":
         jobs = plan(arms_from(a.arm), recipes=a.recipes, seeds=a.seeds, groups=a.groups,
-                    recipe_arms=a.recipe_arms)
+                    recipe_arms=a.recipe_arms, split=a.split)
         if a.dry_run:
             for j in jobs:
                 print(j.arm.name, j.recipe, j.task, j.size, j.seed)
@@ -255,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps(restate(a.results), indent=2))
     else:
         from suite_floor import run_floor
-        print(json.dumps(run_floor(a.out), indent=2))
+        print(json.dumps(run_floor(a.out, split=a.split), indent=2))
 
 
 if __name__ == "__main__":

@@ -17,9 +17,8 @@ out of training and score its choice on them, and the dev sets then score the de
     python research/validation_split.py                      # writes research/results/validation_split.json
     python research/validation_split.py --check               # the committed file against the data
 
-A few seconds; needs ``MINIELECTRA_DATA_DIR``. The re-decision itself (the recipes and the
-two-length candidate scored on this split) is a ``research/suite.py run`` away and is not
-recorded here.
+A few seconds; needs ``MINIELECTRA_DATA_DIR``. :func:`on_validation` gives a task that trains on
+the training part and scores on this split (``research/suite.py run --split validation``).
 """
 
 from __future__ import annotations
@@ -88,6 +87,32 @@ def split_examples(task: str, examples: list, split: dict) -> tuple[list, list]:
     held = set(spec["validation"])
     return ([e for i, e in enumerate(examples) if i not in held],
             [e for i, e in enumerate(examples) if i in held])
+
+
+def on_validation(task_name: str, size: int | None = None, split: dict | None = None):
+    """``task_name`` with its training set split: ``examples("train")`` the training part (at
+    most ``size`` of it), ``examples("dev")`` the validation part, so that ``finetune`` and the
+    floor make their choices on it. A subset the suite keeps whole (SST-2's 8,000 and 2,000) is
+    the suite's own draw from the whole training set, which the validation part avoids."""
+    import dataclasses
+
+    from minielectra.finetune.glue.data import GlueTask, get_task, load_split
+    from minielectra.finetune.task import subset
+
+    split = split or json.loads(OUT.read_text())
+
+    class OnValidation(GlueTask):
+        def examples(self, part: str, *, data_dir=None):
+            whole = load_split(self, "train", data_dir=data_dir)
+            train, held = split_examples(self.name, whole, split)
+            if part == "dev":
+                return held
+            if size in KEEP_SUBSETS.get(self.name, ()):
+                return subset(whole, size)  # the suite's draw: none of it is held out
+            return subset(train, size)
+
+    return OnValidation(**{f.name: getattr(get_task(task_name), f.name)
+                           for f in dataclasses.fields(GlueTask)})
 
 
 def from_data(data_dir=None) -> dict:
