@@ -1,0 +1,129 @@
+"""The ``laptop`` preset, measured: its discriminator at both of its lengths, its learning curve,
+and the suite (:mod:`suite`) beside the bundled checkpoint and the bag-of-words floor.
+
+    minielectra pretrain --preset laptop --out RUN --seed K          # OMP_NUM_THREADS=1 here
+    python research/suite.py run --arm laptop-sK=RUN --seeds 1 --split validation --out VAL
+    python research/suite.py run --arm bundled=bundled --seeds 1 --split validation --out VAL
+    python research/suite.py floor --split validation --out VAL
+    python research/suite.py run --arm laptop-sK=RUN --seeds 1 --out DEV
+    python research/laptop.py collect --run RUN --validation VAL --dev DEV   # the records
+    python research/laptop.py report                                         # results.json
+
+The rule stated before the measurement, on the suite's average (the validation split chooses,
+the dev sets report): the laptop checkpoint replaces the bundled one when, in every pre-training
+seed, it is above the bag-of-words floor and above the bundled checkpoint on the validation
+split, and its discriminator reaches held-out AUC 0.80 and recall 0.25 at P = 0.5 at its own
+final length. ``collect`` copies what the runs left into ``research/results/laptop/records/``
+(the run's evaluations and the suite's per-run files); ``report`` computes ``results.json`` from
+them alone, so a test regenerates it byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from suite_spec import SUITE  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "research" / "results" / "laptop"
+RECORDS = OUT / "records"
+AIM = {"disc_auc": 0.80, "disc_recall": 0.25}
+KEYS = ("disc_auc", "disc_auc_text", "disc_recall", "disc_precision", "gen_accuracy")
+
+
+def collect(run: Path, validation: Path, dev: Path | None) -> None:
+    """The run's evaluations (and its final checkpoint scored at both lengths) and the suite's
+    per-run files, as records."""
+    from minielectra.training.evaluate import evaluate
+
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    config = json.loads((run / "config.json").read_text())
+    d = config["data"]
+    final = {n: {k: round(v, 4) for k, v in evaluate(run, max_seq_len=n).items() if k in KEYS}
+             for n in (d["max_seq_len"], d["long_seq_len"])}
+    train = [r for r in records if r["kind"] == "train"]
+    pretraining = {"seed": config["train"]["seed"], "steps": train[-1]["step"],
+                   "seconds": round(train[-1]["elapsed_s"]), "threads": 1,
+                   "lengths": [d["max_seq_len"], d["long_seq_len"]],
+                   "eval": [{"step": r["step"], "max_seq_len": r["max_seq_len"],
+                             **{k: round(r[k], 4) for k in KEYS}}
+                            for r in records if r["kind"] == "eval"],
+                   "final": {str(n): v for n, v in final.items()}}
+    RECORDS.mkdir(parents=True, exist_ok=True)
+    (RECORDS / f"pretraining-s{pretraining['seed']}.json").write_text(
+        json.dumps(pretraining, indent=1) + "\n")
+    for split, folder in (("validation", validation), ("dev", dev)):
+        if folder is None:
+            continue
+        target = RECORDS / split
+        target.mkdir(exist_ok=True)
+        for p in sorted((folder / "runs").glob("*.json")):
+            shutil.copyfile(p, target / p.name)
+        if (folder / "floor.json").is_file():
+            shutil.copyfile(folder / "floor.json", target / "floor.json")
+
+
+def _suite(runs: list[dict]) -> dict:
+    """Per arm: each task's score and the average, over the fine-tuning seeds all tasks have."""
+    out = {}
+    for arm in sorted({r["arm"] for r in runs}):
+        cells = {(r["task"], r["size"], r["seed"]): r["score"] for r in runs if r["arm"] == arm}
+        seeds = sorted(s for s in {k[2] for k in cells}
+                       if all((t, n, s) in cells for t, n in SUITE))
+        if not seeds:
+            continue
+        tasks = {t: round(statistics.mean(cells[t, n, s] for s in seeds), 2) for t, n in SUITE}
+        out[arm] = {"seeds": seeds, "tasks": tasks,
+                    "average": round(statistics.mean(
+                        statistics.mean(cells[t, n, s] for t, n in SUITE) for s in seeds), 2)}
+    return out
+
+
+def report() -> dict:
+    """``results.json`` from the records alone."""
+    pre = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("pretraining-s*.json"))]
+    result = {"aim": AIM, "pretraining": pre}
+    for split in ("validation", "dev"):
+        folder = RECORDS / split
+        runs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))
+                if p.name != "floor.json"]
+        if not runs:
+            continue
+        entry = {"arms": _suite(runs)}
+        if (folder / "floor.json").is_file():
+            floor = json.loads((folder / "floor.json").read_text())
+            scores = {r["task"]: r["score"] for r in floor if (r["task"], r["size"]) in SUITE}
+            entry["floor"] = {"tasks": {t: round(v, 2) for t, v in scores.items()},
+                              "average": round(statistics.mean(scores.values()), 2)}
+        result[split] = entry
+    for p in pre:
+        final = p["final"][str(p["lengths"][-1])]
+        p["meets_aim"] = all(final[k] >= v for k, v in AIM.items())
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect", help="the records, from a run and the suite's folders")
+    c.add_argument("--run", type=Path, required=True)
+    c.add_argument("--validation", type=Path, required=True)
+    c.add_argument("--dev", type=Path)
+    sub.add_parser("report", help="results.json from the records")
+    a = ap.parse_args(argv)
+    if a.command == "collect":
+        collect(a.run, a.validation, a.dev)
+    print(json.dumps(report(), indent=1))
+
+
+if __name__ == "__main__":
+    main()
