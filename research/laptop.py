@@ -70,11 +70,17 @@ def collect(run: Path, validation: Path, dev: Path | None) -> None:
             shutil.copyfile(folder / "floor.json", target / "floor.json")
 
 
+def _name(run: dict) -> str:
+    """An arm under the suite's recipe is its name; under another recipe, ``NAME-RECIPE``."""
+    return run["arm"] if run["recipe"] == "reinit-1" else f"{run['arm']}-{run['recipe']}"
+
+
 def _suite(runs: list[dict]) -> dict:
-    """Per arm: each task's score and the average, over the fine-tuning seeds all tasks have."""
+    """Per arm (and recipe): each task's score and the average, over the fine-tuning seeds all
+    tasks have."""
     out = {}
-    for arm in sorted({r["arm"] for r in runs}):
-        cells = {(r["task"], r["size"], r["seed"]): r["score"] for r in runs if r["arm"] == arm}
+    for arm in sorted({_name(r) for r in runs}):
+        cells = {(r["task"], r["size"], r["seed"]): r["score"] for r in runs if _name(r) == arm}
         seeds = sorted(s for s in {k[2] for k in cells}
                        if all((t, n, s) in cells for t, n in SUITE))
         if not seeds:

@@ -403,7 +403,9 @@ def toy(argv: list[str]) -> list[str]:
     """``argv`` at toy scale: its flags kept, sizes, steps, examples and seeds made tiny."""
     command = argv[0] if argv else ""
     if command == "pretrain":
-        return [*_replace(argv, "--max-steps", "2"), *_sets(PRETRAIN)]
+        preset = argv[argv.index("--preset") + 1] if "--preset" in argv[:-1] else "nano"
+        two = ["data.long_seq_len=32"] if PRESETS.get(preset, {}).get("data.long_seq_len") else []
+        return [*_replace(argv, "--max-steps", "2"), *_sets(PRETRAIN + two)]
     if command == "finetune":
         argv = _replace(argv, "--max-train-examples", "8")
         argv = _replace(argv, "--seeds", "2") if "--seeds" in argv else argv

@@ -353,6 +353,7 @@ def _walk(value, path: str, where: str):
 # Short names for the files pages quote most: ``{result}`suite:rows[arm=random].suite.mean|.1f` ``.
 FILES = {"suite": "research/results/suite/results.json",
          "len128": "research/results/len128/diagnosis.json",
+         "laptop": "research/results/laptop/results.json",
          "candidate": "research/results/suite/bundled_candidate.json",
          "by-length": "research/results/suite/disc_by_length.json",
          "squad1": "research/results/squad_v1_split_pretrained_vs_random.json",
