@@ -1,9 +1,9 @@
 """Every committed results file that carries its own records regenerates from them, byte for
 byte, with the code that reports it today: the paper's experiments (``runs`` and ``controls`` ->
-rows and table), the transfer study (each row's ``runs`` -> summary and table) and the suite (its
-rows' scores by seed -> the comparisons, the floor's averages and the table), and the tables of
-the word-order and learning curves from their points. A file whose
-figures no longer follow from its records fails here."""
+rows and table), the transfer study (each row's ``runs`` -> summary and table), the suite (its
+rows' scores by seed -> the comparisons, the floor's averages and the table), the laptop preset's
+measurement (its records -> its summary), and the tables of the word-order and learning curves
+from their points. A file whose figures no longer follow from its records fails here."""
 
 import json
 import sys
@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "research" / "results"
 sys.path.insert(0, str(ROOT / "research"))
+import laptop  # noqa: E402
 import learning_curve  # noqa: E402
 import suite_report  # noqa: E402
 import transfer_report  # noqa: E402
@@ -73,3 +74,12 @@ def test_the_learning_curve_table_regenerates_from_its_curves():
 
 def test_the_lists_are_not_empty():
     assert len(EXPERIMENTS) >= 6 and len(TRANSFER) >= 10
+
+
+def test_the_laptop_measurement_regenerates_from_its_records(tmp_path, monkeypatch):
+    """research/results/laptop/results.json from its records alone (the run's evaluations, the
+    suite's per-run files and the floor), byte for byte."""
+    monkeypatch.setattr(laptop, "OUT", tmp_path)  # the records stay the committed ones
+    laptop.report()
+    assert (tmp_path / "results.json").read_text() == \
+        (RESULTS / "laptop" / "results.json").read_text()
