@@ -76,10 +76,6 @@ def _in_place(out: Path, layout: Layout, files: list[str], *, lock: bool, what: 
             out.mkdir(parents=True, exist_ok=True)
             held = FolderLock(out, what=what).acquire()
         claim(out, layout, files, flag=flag)  # checked again under the lock
-    except BaseException:
-        _undo(out, held, created, fresh)
-        raise
-    try:
         yield
     except BaseException:
         _undo(out, held, created, fresh)

@@ -31,7 +31,7 @@ from ..config import RunConfig
 from ..model.electra import Electra
 from ..objectives.compute import build_model, load_model
 from ..model.storage import CheckpointError, verify_checksums
-from ..ownership import Layout, claim
+from ..ownership import Layout
 from ..safeio import write_file
 from .checkpoints import checkpoint_dir, list_checkpoints
 from .inputs import prepare_data, set_token_ids
@@ -165,7 +165,6 @@ def prepare_out_dir(cfg: RunConfig, model: Electra, step: int,
     """``config.json``, ``tokenizer/`` and ``metrics.jsonl`` (emptied, or cut back to ``step``);
     returns the log's path and the steps already evaluated."""
     out = Path(cfg.train.out_dir)
-    claim(out, RUN_DIR, RUN_FILES)  # checked again under the lock; the record names them
     write_file(out / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
     model.tokenizer.save(out / "tokenizer")
     metrics_path = out / "metrics.jsonl"
