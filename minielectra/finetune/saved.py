@@ -9,6 +9,7 @@ load). A SQuAD model (:mod:`.squad.model`) is written and read by the same two f
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from torch import nn
 
 from ..config import ModelConfig
 from ..overrides import from_dict
-from ..data.files import sha256_sums
+from ..data.files import file_sha256
 from ..data.tokenizer import WordPieceTokenizer
 from ..model.storage import CHECKSUMS, VOCAB, canonical_safetensors, verify_checksums
 from ..safeio import write_file
@@ -34,13 +35,14 @@ def write_model(path: str | Path, model: nn.Module, tokenizer, meta: dict[str, A
     """Weights, ``meta`` as ``finetune.json``, the tokenizer and checksums (classifier or SQuAD)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    # bytes, then one write: a full disk is an OSError naming the file, and the permissions
-    # are its siblings' (safetensors' own save_file makes a private file)
-    write_file(path / WEIGHTS, canonical_safetensors(
-        save({k: v.contiguous() for k, v in model.state_dict().items()})))
-    write_file(path / META, json.dumps(meta, indent=2) + "\n")
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    weights = canonical_safetensors(save(state))
     tokenizer.save(path)
-    sums = sha256_sums(path, [WEIGHTS, VOCAB])
+    sums = {WEIGHTS: hashlib.sha256(weights).hexdigest(), VOCAB: file_sha256(path / VOCAB)}
+    # bytes, then one write each: a full disk is an OSError naming the file, and the permissions
+    # are its siblings' (safetensors' own save_file makes a private file)
+    write_file(path / WEIGHTS, weights)
+    write_file(path / META, json.dumps(meta, indent=2) + "\n")
     write_file(path / CHECKSUMS, json.dumps({"sha256": sums}, indent=2) + "\n")
     return path
 

@@ -27,7 +27,7 @@ from ..data.tokenizer import WordPieceTokenizer
 from ..safeio import write_file
 from ..training.compiling import compile_module, decide_finetune
 from . import fewsample, metrics
-from ..training.device import autocast, device_named
+from ..training.device import autocast, resolve_device
 from .classifier import (FinetuneConfig, SequenceClassifier, build_classifier, collate,
                          lr_factor, make_optimizer, optimizer_step, task_loss)
 from .epochs import EpochScores
@@ -192,9 +192,9 @@ def get_tokenizer(pretrained, cfg: FinetuneConfig):
 
 
 def _run_one(pretrained, tokenizer, task: Task, data: TaskData, cfg: FinetuneConfig, *,
-             seed: int, out: Path | None, progress: bool) -> dict[str, Any]:
+             device: torch.device, seed: int, out: Path | None, progress: bool) -> dict[str, Any]:
     torch.manual_seed(seed)  # head init, dropout masks (and the encoder with from_scratch)
-    model = build_classifier(pretrained, task, cfg).to(device_named(cfg.device))
+    model = build_classifier(pretrained, task, cfg).to(device)
     fewsample.prepare(model, cfg, initializer_range=pretrained.config.initializer_range)
     pad = tokenizer.pad_id
     choose = None if data.choice is None else (
@@ -259,19 +259,21 @@ def finetune_loaded(pretrained, source: str | None, task: Task, cfg: FinetuneCon
     if cfg.max_seq_len > pretrained.config.max_position_embeddings:
         raise ValueError(f"finetune.max_seq_len {cfg.max_seq_len} exceeds the model's "
                          f"max_position_embeddings {pretrained.config.max_position_embeddings}")
+    device = resolve_device(cfg)  # once: every run and the compile rule use it
     tokenizer = get_tokenizer(pretrained, cfg)
     data = prepare_data(task, tokenizer, cfg, data_dir=data_dir,
                         max_train_examples=max_train_examples)
     if on_start is not None:  # said once the data is read: a refusal stays one line
         on_start()
     warn_untrained_positions(source, data.train, f"{task.name}, training set")
-    cfg = choose_compile(cfg, task, data, pretrained.config, progress=progress)
+    cfg = choose_compile(cfg, task, data, pretrained.config, device, progress=progress)
     save = out is not None and save_model
     threads = torch.get_num_threads()
     if cfg.num_threads > 0:
         torch.set_num_threads(cfg.num_threads)
     try:
-        runs = [_run_one(pretrained, tokenizer, task, data, cfg, seed=s, progress=progress,
+        runs = [_run_one(pretrained, tokenizer, task, data, cfg, device=device, seed=s,
+                         progress=progress,
                          out=None if not save else (out if seeds == 1 else out / f"seed-{s}"))
                 for s in range(seed, seed + seeds)]
     finally:
@@ -286,12 +288,12 @@ def finetune_loaded(pretrained, source: str | None, task: Task, cfg: FinetuneCon
 
 
 def choose_compile(cfg: FinetuneConfig, task: Task, data: TaskData, model_cfg,
-                   *, progress: bool) -> FinetuneConfig:
+                   device: torch.device, *, progress: bool) -> FinetuneConfig:
     """``finetune.compile=None``: on a CPU, the measured rule of
     :mod:`minielectra.training.compiling` decides, said in one line; off on a GPU (not measured)."""
     if cfg.compile is not None:
         return cfg
-    if device_named(cfg.device).type != "cpu" or not data.train:
+    if device.type != "cpu" or not data.train:
         return dataclasses.replace(cfg, compile=False)
     steps = math.ceil(len(data.train) / cfg.batch_size) * (cfg.epochs or task.epochs)
     length = float(np.mean([len(ids) for ids, _ in data.train]))
