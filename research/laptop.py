@@ -9,6 +9,11 @@ and the suite (:mod:`suite`) beside the bundled checkpoint and the bag-of-words 
     python research/laptop.py collect --run RUN --validation VAL --dev DEV   # the records
     python research/laptop.py report                                         # results.json
 
+BERT's masked-language model at equal pre-training FLOPs is the same preset with
+``objective.name=mlm`` and the steps that ``python research/laptop.py mlm-steps`` computes
+(:mod:`minielectra.objectives.flops`: an MLM step skips the generator, so it takes more of them),
+its suite arm named ``laptop-mlm-sK``; ``collect`` takes its run the same way.
+
 The rule stated before the measurement, on the suite's average (the validation split chooses,
 the dev sets report): the laptop checkpoint replaces the bundled one when, in every pre-training
 seed, it is above the bag-of-words floor and above the bundled checkpoint on the validation
@@ -31,33 +36,53 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from suite_spec import SUITE  # noqa: E402
 
+from minielectra.experiments.stats import paired_by_unit  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "research" / "results" / "laptop"
 RECORDS = OUT / "records"
 AIM = {"disc_auc": 0.80, "disc_recall": 0.25}
 KEYS = ("disc_auc", "disc_auc_text", "disc_recall", "disc_precision", "gen_accuracy")
+MLM_KEYS = ("mlm_accuracy",)
+
+
+def mlm_steps() -> int:
+    """The steps at which the MLM objective spends the ``laptop`` preset's pre-training FLOPs."""
+    from minielectra.config import preset
+    from minielectra.objectives.flops import run_flops, train_flops_per_step
+    from minielectra.overrides import apply_overrides
+
+    mlm = apply_overrides(preset("laptop"), ["objective.name=mlm"])
+    return round(run_flops(preset("laptop")) / train_flops_per_step(mlm))
 
 
 def collect(run: Path, validation: Path, dev: Path | None) -> None:
     """The run's evaluations (and its final checkpoint scored at both lengths) and the suite's
     per-run files, as records."""
+    from minielectra.config import RunConfig
+    from minielectra.objectives.flops import run_flops
     from minielectra.training.evaluate import evaluate
 
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     config = json.loads((run / "config.json").read_text())
+    objective = config["objective"]["name"]
+    keys = KEYS if objective == "electra" else MLM_KEYS
     d = config["data"]
-    final = {n: {k: round(v, 4) for k, v in evaluate(run, max_seq_len=n).items() if k in KEYS}
+    final = {n: {k: round(v, 4) for k, v in evaluate(run, max_seq_len=n).items() if k in keys}
              for n in (d["max_seq_len"], d["long_seq_len"])}
     train = [r for r in records if r["kind"] == "train"]
-    pretraining = {"seed": config["train"]["seed"], "steps": train[-1]["step"],
+    pretraining = {"seed": config["train"]["seed"], "objective": objective,
+                   "steps": train[-1]["step"],
+                   "train_flops": run_flops(RunConfig.load(run / "config.json"), train[-1]["step"]),
                    "seconds": round(train[-1]["elapsed_s"]), "threads": 1,
                    "lengths": [d["max_seq_len"], d["long_seq_len"]],
                    "eval": [{"step": r["step"], "max_seq_len": r["max_seq_len"],
-                             **{k: round(r[k], 4) for k in KEYS}}
+                             **{k: round(r[k], 4) for k in keys}}
                             for r in records if r["kind"] == "eval"],
                    "final": {str(n): v for n, v in final.items()}}
+    name = "" if objective == "electra" else f"{objective}-"
     RECORDS.mkdir(parents=True, exist_ok=True)
-    (RECORDS / f"pretraining-s{pretraining['seed']}.json").write_text(
+    (RECORDS / f"pretraining-{name}s{pretraining['seed']}.json").write_text(
         json.dumps(pretraining, indent=1) + "\n")
     for split, folder in (("validation", validation), ("dev", dev)):
         if folder is None:
@@ -65,7 +90,8 @@ def collect(run: Path, validation: Path, dev: Path | None) -> None:
         target = RECORDS / split
         target.mkdir(exist_ok=True)
         for p in sorted((folder / "runs").glob("*.json")):
-            shutil.copyfile(p, target / p.name)
+            if json.loads(p.read_text())["recipe"] == "reinit-1":  # the suite's recipe
+                shutil.copyfile(p, target / p.name)
         if (folder / "floor.json").is_file():
             shutil.copyfile(folder / "floor.json", target / "floor.json")
 
@@ -95,7 +121,8 @@ def _suite(runs: list[dict]) -> dict:
 def report() -> dict:
     """``results.json`` from the records alone."""
     pre = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("pretraining-s*.json"))]
-    result = {"aim": AIM, "pretraining": pre}
+    mlm = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("pretraining-mlm-s*.json"))]
+    result = {"aim": AIM, "pretraining": pre, **({"mlm_pretraining": mlm} if mlm else {})}
     for split in ("validation", "dev"):
         folder = RECORDS / split
         runs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))
@@ -103,6 +130,12 @@ def report() -> dict:
         if not runs:
             continue
         entry = {"arms": _suite(runs)}
+        arms = entry["arms"]
+        seeds = sorted({int(a.rsplit("-s", 1)[1]) for a in arms if a.startswith("laptop-mlm-s")})
+        versus = {k: [arms[f"laptop-s{k}"]["average"] - arms[f"laptop-mlm-s{k}"]["average"]]
+                  for k in seeds if f"laptop-s{k}" in arms}
+        if versus:  # paired by pre-training seed, fine-tuning seeds averaged inside each arm
+            entry["electra_vs_mlm"] = paired_by_unit(versus)
         if (folder / "floor.json").is_file():
             floor = json.loads((folder / "floor.json").read_text())
             scores = {r["task"]: r["score"] for r in floor if (r["task"], r["size"]) in SUITE}
@@ -125,7 +158,11 @@ def main(argv=None) -> None:
     c.add_argument("--validation", type=Path, required=True)
     c.add_argument("--dev", type=Path)
     sub.add_parser("report", help="results.json from the records")
+    sub.add_parser("mlm-steps", help="the MLM arm's steps at the preset's pre-training FLOPs")
     a = ap.parse_args(argv)
+    if a.command == "mlm-steps":
+        print(mlm_steps())
+        return
     if a.command == "collect":
         collect(a.run, a.validation, a.dev)
     print(json.dumps(report(), indent=1))

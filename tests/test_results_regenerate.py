@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "research" / "results"
 sys.path.insert(0, str(ROOT / "research"))
 import laptop  # noqa: E402
+import recipe_choice  # noqa: E402
 import learning_curve  # noqa: E402
 import suite_report  # noqa: E402
 import transfer_report  # noqa: E402
@@ -70,6 +71,61 @@ def test_the_learning_curve_table_regenerates_from_its_curves():
     d = json.loads((RESULTS / "learning_curve_nano_mini.json").read_text())
     assert learning_curve.markdown_table(d["curves"]) + "\n" == (
         RESULTS / "learning_curve_nano_mini.md").read_text()
+
+
+def _suite_run(arm: str, task: str, size, score: float, recipe: str = "reinit-1") -> dict:
+    return {"arm": arm, "recipe": recipe, "task": task, "size": size, "seed": 0, "score": score}
+
+
+def test_the_laptop_report_pairs_electra_and_mlm_by_pretraining_seed(tmp_path, monkeypatch):
+    """ELECTRA against MLM has as many pairs as pre-training seeds; an ELECTRA seed without its
+    MLM arm is no pair."""
+    records = tmp_path / "records"
+    (records / "validation").mkdir(parents=True)
+    lead = {"laptop-s0": 3.0, "laptop-mlm-s0": 0.0, "laptop-s1": 1.0, "laptop-mlm-s1": 0.0,
+            "laptop-s2": 9.0}
+    for i, (arm, extra) in enumerate(lead.items()):
+        for j, (task, size) in enumerate(laptop.SUITE):
+            (records / "validation" / f"{i}-{j}.json").write_text(
+                json.dumps(_suite_run(arm, task, size, 50.0 + extra)))
+    monkeypatch.setattr(laptop, "OUT", tmp_path)
+    monkeypatch.setattr(laptop, "RECORDS", records)
+    versus = laptop.report()["validation"]["electra_vs_mlm"]
+    assert versus["by_unit"] == {"0": 3.0, "1": 1.0} and versus["n"] == 2
+    assert versus["mean"] == pytest.approx(2.0) and versus["wins"] == 2
+
+
+def test_the_mlm_arm_spends_the_laptop_presets_flops():
+    from minielectra.config import preset
+    from minielectra.objectives.flops import run_flops
+    from minielectra.overrides import apply_overrides
+
+    steps = laptop.mlm_steps()
+    mlm = apply_overrides(preset("laptop"), ["objective.name=mlm", f"train.max_steps={steps}"])
+    assert steps > preset("laptop").train.max_steps  # no generator: cheaper steps, more of them
+    assert run_flops(mlm) == pytest.approx(run_flops(preset("laptop")), rel=1e-4)
+
+
+def test_the_recipe_choice_follows_its_rule(tmp_path, monkeypatch):
+    """The highest validation average is chosen; a lead below two dev seeds' spread is said to be
+    within the noise; the dev sets' figures are the suite's own."""
+    monkeypatch.setattr(recipe_choice, "OUT", tmp_path)
+    monkeypatch.setattr(recipe_choice, "RECORDS", tmp_path / "records")
+    (tmp_path / "records").mkdir()
+    scores = {"reinit-1": 50.0, "paper": 50.5, "epochs-10": 48.0}
+    for i, (recipe, score) in enumerate(scores.items()):
+        for j, (task, size) in enumerate(recipe_choice.SUITE):
+            (tmp_path / "records" / f"{i}-{j}.json").write_text(
+                json.dumps(_suite_run("bundled", task, size, score, recipe)))
+    d = recipe_choice.report()
+    suite = json.loads((RESULTS / "suite" / "results.json").read_text())
+    seeds = next(r for r in suite["rows"] if r["arm"] == "bundled"
+                 and r["recipe"] == "reinit-1")["suite"]["by_seed"]
+    assert (d["chosen"], d["runner_up"], d["lead"]) == ("paper", "reinit-1", 0.5)
+    assert d["within_noise"] == (0.5 < abs(seeds["1"] - seeds["0"]))
+    assert d["dev"]["paper"]["tasks"]["cola"] == round(next(
+        r for r in suite["rows"] if r["arm"] == "bundled" and r["recipe"] == "paper"
+    )["tasks"]["cola@None"]["scores"]["0"], 2)
 
 
 def test_the_lists_are_not_empty():
