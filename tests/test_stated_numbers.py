@@ -121,8 +121,47 @@ CONSTANTS["tutorial/07_fine_tuning.md"] = {
     "-10000": "the logit that closes a position to the answer (the official code's), a setting",
 }
 
+FLOPS = "arithmetic of minielectra/objectives/flops.py for `small` (the chapter's code asserts it)"
+CONSTANTS["tutorial/08_scaling_up.md"] = {
+    "3.3": "a section of the paper (3.3), a name", "3.5": "a section of the paper (3.5), a name",
+    "79.9": "ELECTRA-Small's GLUE score (the paper's Table 1), published; its last milestone",
+    "75.1": "BERT-Small's (Table 1), published", "78.8": "GPT's (Table 1), published",
+    "74.1": "ELECTRA-Small after 1/16 of its training (Table 1), published; its first milestone",
+    "76.0": "a milestone of ELECTRA-Small's curve (Table 1), published",
+    "77.7": "a milestone of ELECTRA-Small's curve (Table 1), published",
+    "79.0": "a milestone of ELECTRA-Small's curve (Table 1), published",
+    "1.4": "Table 1's training FLOPs for ELECTRA-Small and BERT-Small, 1.4e18, published; "
+           "1.4M tokens/s, 86 steps/s x 128 x 128: arithmetic",
+    "85.0": "ELECTRA's GLUE score in Table 5 (base size), published",
+    "84.3": "All-Tokens MLM's (Table 5), published",
+    "82.4": "Replace MLM's and ELECTRA 15%'s (Table 5), published",
+    "82.2": "BERT's (Table 5), published",
+    "15%": "BERT's share of masked tokens, a setting",
+    "10%": "the warm-up share of the steps; the utilisation the time estimates assume: settings",
+    "1.15": f"the training FLOPs per step, 1.15e12: {FLOPS}",
+    "1.48": f"the same with the generator's logits everywhere, 1.48e12: {FLOPS}",
+    "1.29": f"the official script's count, 1.29e12 per step (1.29e18 for 1M steps): {FLOPS}",
+    "6.47": f"the official count's forward, 6.47e11: {FLOPS}",
+    "2.56": f"its one-hot lookups, 2.56e11: {FLOPS}", "40%": f"their share of it: {FLOPS}",
+    "3.91": f"the rest of its forward, 3.91e11: {FLOPS}",
+    "3.83": f"our forward, 3.83e11: {FLOPS}", "3.8": f"the same, 3.8e11: {FLOPS}",
+    "2%": f"how far the two forwards differ: {FLOPS}",
+    "1.42": f"the official count for BERT-Small's 1.45M steps, 1.42e18: {FLOPS}",
+    "1.45": "BERT-Small's pre-training steps in millions (the paper), published",
+    "25%": f"how far the three counts differ: {FLOPS}",
+    "4.5": f"the generator's forward, 4.5e10: {FLOPS}", "12%": f"its share: {FLOPS}",
+    "1%": f"the discriminator head's share: {FLOPS}",
+    "0.33": f"what the generator's logits everywhere add, 0.33e12: {FLOPS}",
+    "1.05": f"the steps a 1/8 generator gets for 1M ELECTRA-Small steps' FLOPs, in millions: {FLOPS}",
+    "0.52": f"the share of steps an equal-size generator leaves the discriminator: {FLOPS}",
+    "3.2": "hours on an H100 at 10% utilisation, from the FLOP count: arithmetic",
+    "0.0625": "the least p an exact sign-flip test can give with 5 pairs, 2 / 2^5: arithmetic",
+    "0.7": "the held-out AUC the English page takes as the jump's mark, a threshold",
+}
+
 # pages read outside Sphinx as well, whose figures are filled in (docs/_ext/results.py fill)
-FILLED = ["minielectra/assets/bundled/MODEL_CARD.md", "tutorial/07_fine_tuning.md"]
+FILLED = ["minielectra/assets/bundled/MODEL_CARD.md", "tutorial/07_fine_tuning.md",
+          "tutorial/08_scaling_up.md"]
 
 CONSTANTS["minielectra/assets/bundled/MODEL_CARD.md"] = {
     "0.25": "the generator's width as a share of the discriminator's (generator_size), a setting",
@@ -141,12 +180,6 @@ CHECKED = ["docs/results/suite.md", "docs/results/squad.md", "docs/results/speed
            "docs/results/learning-curves.md", "docs/results/sst2.md",
            "docs/results/paper-experiments.md", "docs/results/english.md",
            "docs/results/few-labels.md", *FILLED]
-
-# bare figures left on the pages not converted yet (a ceiling: converting lowers it)
-NOT_YET = {
-    "tutorial/08_scaling_up.md": 257,
-}
-
 
 def prose(text: str) -> str:
     """A page's text without code, roles and link targets. A table typed into the page is
