@@ -152,7 +152,7 @@ CONSTANTS["tutorial/08_scaling_up.md"] = {
     "4.5": f"the generator's forward, 4.5e10: {FLOPS}", "12%": f"its share: {FLOPS}",
     "1%": f"the discriminator head's share: {FLOPS}",
     "0.33": f"what the generator's logits everywhere add, 0.33e12: {FLOPS}",
-    "1.05": f"the steps a 1/8 generator gets for 1M ELECTRA-Small steps' FLOPs, in millions: {FLOPS}",
+    "1.05": f"the steps (millions) a 1/8 generator gets for 1M ELECTRA-Small steps: {FLOPS}",
     "0.52": f"the share of steps an equal-size generator leaves the discriminator: {FLOPS}",
     "3.2": "hours on an H100 at 10% utilisation, from the FLOP count: arithmetic",
     "0.0625": "the least p an exact sign-flip test can give with 5 pairs, 2 / 2^5: arithmetic",
@@ -231,8 +231,8 @@ def test_every_rendered_figure_resolves(page):
 @pytest.mark.parametrize("page", FILLED)
 def test_every_filled_figure_is_what_its_file_gives(page):
     text = (ROOT / page).read_text()
-    assert results.fill(text) == text, \
-        f"{page}: a filled figure or table differs from its file: python docs/_ext/results.py fill {page}"
+    assert results.fill(text) == text, (f"{page}: a filled figure or table differs from its "
+                                        f"file: python docs/_ext/results.py fill {page}")
 
 
 def test_fill_writes_the_figure_and_the_table_a_comment_names():

@@ -330,7 +330,8 @@ SUITE_ARMS = [("random init", ["random"]),
               ("ELECTRA, length 32 (the bundled checkpoint; seed 1)", ["bundled", "electra-s1"]),
               ("BERT's MLM, the same FLOPs", ["mlm-s0", "mlm-s1"]),
               ("ELECTRA at length 128, the same FLOPs", ["electra-len128", "electra-len128-s1"]),
-              ("ELECTRA at two lengths (the last tenth at 128)", ["electra-2len", "electra-2len-s1"])]
+              ("ELECTRA at two lengths (the last tenth at 128)",
+               ["electra-2len", "electra-2len-s1"])]
 
 
 def suite_by_pretraining_seed(d: dict) -> str:
@@ -473,7 +474,7 @@ TABLE_OPTIONS = {"table": "table_name", "tables": "tables", "rename": "rename"}
 
 
 def _filled_table(head: str) -> str:
-    """The Markdown between a ``results-table`` comment and its end: the table, blank lines round."""
+    """What goes between a ``results-table`` comment and its end: the table, blank lines round."""
     path, *lines = head.strip().splitlines()
     options = {}
     for line in lines:
