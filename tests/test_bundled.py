@@ -45,6 +45,18 @@ def test_bundled_model_card_records_command_data_and_metrics():
             "replaced_fraction", "examples"} <= metrics.keys()
 
 
+def test_bundled_model_card_evaluation_is_its_results_file_s():
+    """The card's other figures are filled from research/results/bundled/results.json: its
+    evaluation there is the one the card's JSON block records."""
+    from pathlib import Path
+    record = json.loads((Path(__file__).resolve().parents[1] / "research/results/bundled/"
+                         "results.json").read_text())
+    assert record["curve"][str(record["steps"])] == pytest.approx(
+        card_metrics()["disc_auc"], abs=0.02)  # 512 examples in the run, all of them here
+    for key, value in card_metrics().items():
+        assert record["evaluate"]["32"][key] == pytest.approx(value, abs=1e-6), key
+
+
 def test_bundled_figures_reproduce_on_its_held_out_split():
     if find_data_dir() is None or not (find_data_dir() / "pretrain-en").is_dir():
         pytest.skip("needs MINIELECTRA_DATA_DIR with pretrain-en (the bundled run's corpus)")

@@ -7,7 +7,10 @@ The checkpoint is loaded and written again with ``minielectra.model.checkpoint.s
 ``minielectra/assets/bundled/`` (atomically: a failure leaves the old one in place), with the
 run's ``run_config.json`` and without ``trainer_state.pt`` (the optimiser state a resume needs,
 twice the model's size, of no use to a reader). ``MODEL_CARD.md`` is kept: this script prints, as
-JSON, what the card records, for a person to write into it:
+JSON, what the card records; saved as ``research/results/bundled/results.json``, the card's
+figures are filled from it (``python docs/_ext/results.py fill
+minielectra/assets/bundled/MODEL_CARD.md``) and its ``evaluate`` block is copied into the card's
+JSON block:
 
 - ``curve``: the held-out discriminator ROC-AUC at every evaluation of the run (``metrics.jsonl``),
   the table ``minielectra.viz.report.bundled_auc_curve`` reads back from the card;

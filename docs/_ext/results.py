@@ -21,6 +21,24 @@ format spec (``+.1f``, ``.2g``, ``.0%``). ``A - B``, ``A / B`` or ``A * B`` (two
 seconds to minutes, ``... * 100``: a fraction in points). A page's measured figures come from these, so they cannot drift from the file
 (``tests/test_stated_numbers.py`` fails on one that does not).
 
+Pages read outside Sphinx as well (the course's chapters on GitHub, the model card inside the
+package) cannot use a role: it would show as raw text there. They carry each figure between two
+HTML comments that name its source, which GitHub and MyST hide, so the reader sees the figure:
+
+    ELECTRA leads by <!-- result suite:electra_vs_mlm.mean|+.1f -->+4.3<!-- /result --> points.
+
+    <!-- results-table research/results/suite/results.md
+    :tables: 1
+    -->
+
+    | the table, as ``results-table`` renders it |
+
+    <!-- /results-table -->
+
+``python docs/_ext/results.py fill PAGE...`` writes what each comment names between the pair
+(``--check`` only reports the blocks that differ); ``tests/test_stated_numbers.py`` fails on a
+filled figure that is not what its file gives.
+
 The functions that turn a file into Markdown are plain (``render_table``, ``source_facts``), so a
 test can check what a page will show without building the site (``tests/test_docs_site.py``
 checks every number the README states against them).
@@ -299,11 +317,44 @@ def cpu_bf16_main_job(d: dict) -> str:
     return table(["command", "to held-out AUC 0.75", "last evaluation", "whole command"], rows)
 
 
+def bundled_curve(d: dict) -> str:
+    """The bundled run's held-out AUC at every evaluation, one row of steps and one of AUC (the
+    rows ``minielectra.viz.report.bundled_auc_curve`` reads back from the model card)."""
+    steps = sorted(d["curve"], key=int)
+    return table(["step", *steps], [["AUC", *(f"{d['curve'][s]:.3f}" for s in steps)]])
+
+
+SUITE_TASKS = {"cola@None": "CoLA", "sst2@8000": "SST-2", "mrpc@None": "MRPC",
+               "stsb@None": "STS-B", "rte@None": "RTE"}
+SUITE_ARMS = [("random init", ["random"]),
+              ("ELECTRA, length 32 (the bundled checkpoint; seed 1)", ["bundled", "electra-s1"]),
+              ("BERT's MLM, the same FLOPs", ["mlm-s0", "mlm-s1"]),
+              ("ELECTRA at length 128, the same FLOPs", ["electra-len128", "electra-len128-s1"]),
+              ("ELECTRA at two lengths (the last tenth at 128)",
+               ["electra-2len", "electra-2len-s1"])]
+
+
+def suite_by_pretraining_seed(d: dict) -> str:
+    """The suite's recipe (``reinit-1``) by pre-training choice: a cell holds one score per
+    pre-training seed, each the mean of its fine-tuning seeds; the bag-of-words floor last."""
+    rows = []
+    for label, arms in SUITE_ARMS:
+        picked = [next(r for r in d["rows"] if r["arm"] == a and r["recipe"] == "reinit-1")
+                  for a in arms]
+        rows.append([label, *(", ".join(f"{r['tasks'][t]['mean']:.1f}" for r in picked)
+                              for t in SUITE_TASKS),
+                     ", ".join(f"{r['suite']['mean']:.1f}" for r in picked)])
+    floor = {f"{f['task']}@{f['size']}": f["score"] for f in d["floor"]}
+    rows.append(["TF-IDF + logistic (ridge) regression", *(f"{floor[t]:.1f}" for t in SUITE_TASKS),
+                 f"{d['floor_average']['suite']:.1f}"])
+    return table(["checkpoint (`mini` shape)", *SUITE_TASKS.values(), "average"], rows)
+
+
 TABLES = {f.__name__: f for f in (sst2_whole, sst2_subsets, sst2_diagnostics, sst2_variants,
                                   shuffle_buffer, squad_v1, squad_v2, throughput,
                                   throughput_profile, bench_small, learning_curve_points,
                                   cpu_pretrain, cpu_finetune, cpu_profile, cpu_bf16,
-                                  cpu_bf16_main_job)}
+                                  cpu_bf16_main_job, bundled_curve, suite_by_pretraining_seed)}
 
 
 def render_table(path: str, *, table_name: str | None = None, tables: str | None = None,
@@ -352,6 +403,7 @@ def _walk(value, path: str, where: str):
 
 # Short names for the files pages quote most: ``{result}`suite:rows[arm=random].suite.mean|.1f` ``.
 FILES = {"suite": "research/results/suite/results.json",
+         "bundled": "research/results/bundled/results.json",
          "len128": "research/results/len128/diagnosis.json",
          "laptop": "research/results/laptop/results.json",
          "candidate": "research/results/suite/bundled_candidate.json",
@@ -378,6 +430,7 @@ FILES = {"suite": "research/results/suite/results.json",
          "efficiency": "research/results/experiments/efficiency/results.json",
          "85-15": "research/results/transfer/bundled/results.json",
          "recipes": "research/results/transfer/bundled-recipes/results.json",
+         "bundled-paper": "research/results/transfer/bundled-paper/results.json",
          "extra-norm": "research/results/transfer/small-data/extra-norm/results.json",
          "vocab-8k": "research/results/transfer/small-data/vocab-8k/results.json",
          "masking-curve": "research/results/transfer/masking-curve/results.json",
@@ -411,6 +464,61 @@ def render_result(spec: str) -> str:
         op = parts[1]
         value = value - other if op == "-" else value / other if op == "/" else value * other
     return format(value, fmt) if isinstance(value, (int, float)) and fmt else str(value)
+
+
+# ----------------------------------------------------------------------------- filled pages
+
+FILLED_RESULT = re.compile(r"<!-- result (.+?) -->(.*?)<!-- /result -->", re.S)
+FILLED_TABLE = re.compile(r"<!-- results-table (.+?)-->\n(.*?)<!-- /results-table -->", re.S)
+TABLE_OPTIONS = {"table": "table_name", "tables": "tables", "rename": "rename"}
+
+
+def _filled_table(head: str) -> str:
+    """What goes between a ``results-table`` comment and its end: the table, blank lines round."""
+    path, *lines = head.strip().splitlines()
+    options = {}
+    for line in lines:
+        m = re.fullmatch(r":(\w+):\s*(.*)", line.strip())
+        if not m or m.group(1) not in TABLE_OPTIONS:
+            raise ValueError(f"results-table {path}: {line.strip()!r} is not one of "
+                             f"{', '.join(f':{k}:' for k in TABLE_OPTIONS)}")
+        options[TABLE_OPTIONS[m.group(1)]] = m.group(2)
+    return "\n" + render_table(path.strip(), **options) + "\n\n"
+
+
+def fill(text: str) -> str:
+    """A page with every filled figure and table re-rendered from its file."""
+    text = FILLED_TABLE.sub(lambda m: f"<!-- results-table {m.group(1)}-->\n"
+                            f"{_filled_table(m.group(1))}<!-- /results-table -->", text)
+    return FILLED_RESULT.sub(lambda m: f"<!-- result {m.group(1)} -->"
+                             f"{render_result(m.group(1))}<!-- /result -->", text)
+
+
+def filled_specs(text: str) -> list[str]:
+    """The figures' specs a page's filled comments name."""
+    return [m.group(1) for m in FILLED_RESULT.finditer(text)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    parser = argparse.ArgumentParser(description="Fill a page's figures and tables from their "
+                                     "results files (the comments that name them stay).")
+    parser.add_argument("command", choices=["fill"])
+    parser.add_argument("pages", nargs="+", type=Path)
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; list the pages whose filled text is out of date")
+    args = parser.parse_args(argv)
+    stale = []
+    for page in args.pages:
+        text = page.read_text()
+        new = fill(text)
+        if new != text:
+            stale.append(page)
+            if not args.check:
+                page.write_text(new)
+    for page in stale:
+        print(f"{page}: {'out of date' if args.check else 'filled'}")
+    return 1 if args.check and stale else 0
 
 
 def commit_date(path: str) -> str | None:
@@ -513,3 +621,7 @@ def setup(app):
     app.add_directive("results-table", ResultsTable)
     app.add_directive("results-source", ResultsSource)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
