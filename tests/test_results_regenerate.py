@@ -104,6 +104,8 @@ def test_the_mlm_arm_spends_the_laptop_presets_flops():
     mlm = apply_overrides(preset("laptop"), ["objective.name=mlm", f"train.max_steps={steps}"])
     assert steps > preset("laptop").train.max_steps  # no generator: cheaper steps, more of them
     assert run_flops(mlm) == pytest.approx(run_flops(preset("laptop")), rel=1e-4)
+    assert f"--set objective.name=mlm --max-steps {steps}\n" in (  # the page's command
+        ROOT / "docs" / "results" / "suite.md").read_text()
 
 
 def test_the_recipe_choice_follows_its_rule(tmp_path, monkeypatch):
