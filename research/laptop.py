@@ -44,6 +44,15 @@ RECORDS = OUT / "records"
 AIM = {"disc_auc": 0.80, "disc_recall": 0.25}
 KEYS = ("disc_auc", "disc_auc_text", "disc_recall", "disc_precision", "gen_accuracy")
 MLM_KEYS = ("mlm_accuracy",)
+LOSSES = ("gen_loss", "disc_loss")  # held-out, beside the training batches' (the gap: memorising)
+
+
+def _train_losses(train: list[dict], step: int, config: dict) -> dict:
+    """The training batches' mean losses over the last tenth of the evaluation interval that ends
+    at ``step`` (the whole interval would reach back to where the losses were higher)."""
+    last = config["train"]["eval_every"] // 10
+    near = [r for r in train if step - last < r["step"] <= step]
+    return {k: round(statistics.mean(r[k] for r in near), 4) for k in LOSSES if k in near[0]}
 
 
 def mlm_steps() -> int:
@@ -77,7 +86,8 @@ def collect(run: Path, validation: Path, dev: Path | None) -> None:
                    "seconds": round(train[-1]["elapsed_s"]), "threads": 1,
                    "lengths": [d["max_seq_len"], d["long_seq_len"]],
                    "eval": [{"step": r["step"], "max_seq_len": r["max_seq_len"],
-                             **{k: round(r[k], 4) for k in keys}}
+                             **{k: round(r[k], 4) for k in keys + LOSSES if k in r},
+                             "train": _train_losses(train, r["step"], config)}
                             for r in records if r["kind"] == "eval"],
                    "final": {str(n): v for n, v in final.items()}}
     name = "" if objective == "electra" else f"{objective}-"
