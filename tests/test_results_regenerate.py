@@ -108,6 +108,15 @@ def test_the_mlm_arm_spends_the_laptop_presets_flops():
         ROOT / "docs" / "results" / "suite.md").read_text()
 
 
+def test_the_recipe_choice_regenerates_from_its_records(tmp_path, monkeypatch):
+    """research/results/recipe/results.json from its records and the suite's file, byte for
+    byte."""
+    monkeypatch.setattr(recipe_choice, "OUT", tmp_path)
+    recipe_choice.report()
+    assert (tmp_path / "results.json").read_text() == \
+        (RESULTS / "recipe" / "results.json").read_text()
+
+
 def test_the_recipe_choice_follows_its_rule(tmp_path, monkeypatch):
     """The highest validation average is chosen; a lead below two dev seeds' spread is said to be
     within the noise; the dev sets' figures are the suite's own."""

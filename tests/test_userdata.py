@@ -194,8 +194,8 @@ def test_own_data_gets_the_suites_recipe_unless_set_says_otherwise(capsys, check
     out, err = capsys.readouterr()
     assert code == 0 and json.loads(out)["config"]["epochs"] == 10
     assert [line for line in err.splitlines() if "the recipe for your own data" in line] == [
-        "finetune reviews_train.csv: the recipe for your own data, 10 epochs (the best on the "
-        "GLUE-style suite's average; --set finetune.epochs=N to change it)"]
+        "finetune reviews_train.csv: the recipe for your own data, 10 epochs (the best of three "
+        "on the GLUE-style suite's validation split; --set finetune.epochs=N to change it)"]
     r = run(capsys, "finetune", *common, *sets("finetune.epochs=1"))
     assert r["config"]["epochs"] == 1
 

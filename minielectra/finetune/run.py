@@ -25,9 +25,10 @@ from .train import finetune_loaded, check_counts
 
 
 # The recipe for your own data (files or a hub dataset), each setting unless --set gives it: the
-# best of three recipes by the GLUE-style suite's average over five tasks (docs/results/suite.md;
-# the paper's 3 epochs, 10 epochs, 10 epochs with the top layer re-initialised), chosen by that
-# rule rather than by one task's score. GLUE tasks keep the paper's recipe, as the paper ran them.
+# best of three recipes by the GLUE-style suite's five-task average on a validation split carved
+# from the training sets (docs/results/suite.md; the paper's 3 epochs, 10 epochs, 10 epochs with
+# the top layer re-initialised), by a lead within the noise: a default, not a measured best. GLUE
+# tasks keep the paper's recipe, as the paper ran them.
 OWN_DATA_RECIPE = ("finetune.epochs=10",)
 OWN_DATA_NOTE = "10 epochs"
 
@@ -100,8 +101,8 @@ def finetune(checkpoint, task: str | Task | None = None, *, out: str | Path | No
             on_start()
         if added and progress:
             print(f"finetune {task.display}: the recipe for your own data, {OWN_DATA_NOTE} "
-                  "(the best on the GLUE-style suite's average; --set finetune.epochs=N to "
-                  "change it)", file=sys.stderr)
+                  "(the best of three on the GLUE-style suite's validation split; "
+                  "--set finetune.epochs=N to change it)", file=sys.stderr)
     with output_folder(out, FINETUNED, inputs=inputs, replace=True,
                        what="fine-tuning") as folder:  # locked; replaced when all is written
         return finetune_loaded(pretrained, source, task, cfg, out=folder, seed=seed, seeds=seeds,
