@@ -350,11 +350,25 @@ def suite_by_pretraining_seed(d: dict) -> str:
     return table(["checkpoint (`mini` shape)", *SUITE_TASKS.values(), "average"], rows)
 
 
+def laptop_validation(d: dict) -> str:
+    """The laptop study's suite on the validation split: one row per arm (one fine-tuning seed),
+    the bag-of-words floor last."""
+    tasks = ("cola", "sst2", "mrpc", "stsb", "rte")
+    split = d["validation"]
+    rows = [[f"`{arm}`", *(f"{a['tasks'][t]:.1f}" for t in tasks), f"{a['average']:.1f}"]
+            for arm, a in sorted(split["arms"].items(), key=lambda kv: kv[0] == "bundled")]
+    floor = split["floor"]
+    rows.append(["TF-IDF + logistic (ridge) regression",
+                 *(f"{floor['tasks'][t]:.1f}" for t in tasks), f"{floor['average']:.1f}"])
+    return table(["arm", "CoLA", "SST-2", "MRPC", "STS-B", "RTE", "average"], rows)
+
+
 TABLES = {f.__name__: f for f in (sst2_whole, sst2_subsets, sst2_diagnostics, sst2_variants,
                                   shuffle_buffer, squad_v1, squad_v2, throughput,
                                   throughput_profile, bench_small, learning_curve_points,
                                   cpu_pretrain, cpu_finetune, cpu_profile, cpu_bf16,
-                                  cpu_bf16_main_job, bundled_curve, suite_by_pretraining_seed)}
+                                  cpu_bf16_main_job, bundled_curve, suite_by_pretraining_seed,
+                                  laptop_validation)}
 
 
 def render_table(path: str, *, table_name: str | None = None, tables: str | None = None,
