@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from suite_spec import SUITE  # noqa: E402
+from suite_spec import SUITE, suite_averages  # noqa: E402
 
 from minielectra.experiments.stats import paired_by_unit  # noqa: E402
 
@@ -106,28 +106,6 @@ def collect(run: Path, validation: Path, dev: Path | None) -> None:
             shutil.copyfile(folder / "floor.json", target / "floor.json")
 
 
-def _name(run: dict) -> str:
-    """An arm under the suite's recipe is its name; under another recipe, ``NAME-RECIPE``."""
-    return run["arm"] if run["recipe"] == "reinit-1" else f"{run['arm']}-{run['recipe']}"
-
-
-def _suite(runs: list[dict]) -> dict:
-    """Per arm (and recipe): each task's score and the average, over the fine-tuning seeds all
-    tasks have."""
-    out = {}
-    for arm in sorted({_name(r) for r in runs}):
-        cells = {(r["task"], r["size"], r["seed"]): r["score"] for r in runs if _name(r) == arm}
-        seeds = sorted(s for s in {k[2] for k in cells}
-                       if all((t, n, s) in cells for t, n in SUITE))
-        if not seeds:
-            continue
-        tasks = {t: round(statistics.mean(cells[t, n, s] for s in seeds), 2) for t, n in SUITE}
-        out[arm] = {"seeds": seeds, "tasks": tasks,
-                    "average": round(statistics.mean(
-                        statistics.mean(cells[t, n, s] for t, n in SUITE) for s in seeds), 2)}
-    return out
-
-
 def report() -> dict:
     """``results.json`` from the records alone."""
     pre = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("pretraining-s*.json"))]
@@ -139,7 +117,7 @@ def report() -> dict:
                 if p.name != "floor.json"]
         if not runs:
             continue
-        entry = {"arms": _suite(runs)}
+        entry = {"arms": suite_averages(runs)}
         arms = entry["arms"]
         seeds = sorted({int(a.rsplit("-s", 1)[1]) for a in arms if a.startswith("laptop-mlm-s")})
         versus = {k: [arms[f"laptop-s{k}"]["average"] - arms[f"laptop-mlm-s{k}"]["average"]]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from suite_spec import RECIPES, SUITE  # noqa: E402
+from suite_spec import RECIPES, SUITE, arm_name, suite_averages  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "research" / "results" / "recipe"
@@ -55,13 +55,9 @@ def _dev_average(suite: dict, recipe: str) -> dict:
 def report() -> dict:
     """``results.json`` from the records and the suite's committed results file alone."""
     runs = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*.json"))]
-    validation = {}
-    for recipe in RECIPES:
-        cells = {r["task"]: r["score"] for r in runs if r["recipe"] == recipe}
-        if len(cells) == len(SUITE):
-            tasks = {t: round(cells[t], 2) for t, _ in SUITE}
-            validation[recipe] = {"tasks": tasks,
-                                  "average": round(statistics.mean(tasks.values()), 2)}
+    arms = suite_averages(runs)  # "bundled" under the suite's recipe, "bundled-RECIPE" otherwise
+    validation = {recipe: {"tasks": a["tasks"], "average": a["average"]} for recipe in RECIPES
+                  if (a := arms.get(arm_name({"arm": ARM, "recipe": recipe})))}
     result = {"arm": ARM, "seed": 0, "validation": validation}
     if len(validation) == len(RECIPES):
         ranked = sorted(validation, key=lambda k: -validation[k]["average"])

@@ -353,14 +353,14 @@ def suite_by_pretraining_seed(d: dict) -> str:
 def laptop_validation(d: dict) -> str:
     """The laptop study's suite on the validation split: one row per arm (one fine-tuning seed),
     the bag-of-words floor last."""
-    tasks = ("cola", "sst2", "mrpc", "stsb", "rte")
+    tasks = [key.split("@")[0] for key in SUITE_TASKS]
     split = d["validation"]
     rows = [[f"`{arm}`", *(f"{a['tasks'][t]:.1f}" for t in tasks), f"{a['average']:.1f}"]
             for arm, a in sorted(split["arms"].items(), key=lambda kv: kv[0] == "bundled")]
     floor = split["floor"]
     rows.append(["TF-IDF + logistic (ridge) regression",
                  *(f"{floor['tasks'][t]:.1f}" for t in tasks), f"{floor['average']:.1f}"])
-    return table(["arm", "CoLA", "SST-2", "MRPC", "STS-B", "RTE", "average"], rows)
+    return table(["arm", *SUITE_TASKS.values(), "average"], rows)
 
 
 TABLES = {f.__name__: f for f in (sst2_whole, sst2_subsets, sst2_diagnostics, sst2_variants,
