@@ -19,8 +19,8 @@ the dev sets report): the laptop checkpoint replaces the bundled one when, in ev
 seed, it is above the bag-of-words floor and above the bundled checkpoint on the validation
 split, and its discriminator reaches held-out AUC 0.80 and recall 0.25 at P = 0.5 at its own
 final length. ``collect`` copies what the runs left into ``research/results/laptop/records/``
-(the run's evaluations and the suite's per-run files); ``report`` computes ``results.json`` from
-them alone, so a test regenerates it byte for byte.
+(the run's evaluations and the suite's per-run files); ``report`` computes ``results.json`` (and
+``auc_vs_step.svg``) from them alone, so a test regenerates it byte for byte.
 """
 
 from __future__ import annotations
@@ -106,6 +106,40 @@ def collect(run: Path, validation: Path, dev: Path | None) -> None:
             shutil.copyfile(folder / "floor.json", target / "floor.json")
 
 
+def at_last_rate(p: dict) -> dict | None:
+    """How far the aim's AUC is at the final length, if the AUC kept rising at the rate of the
+    last evaluation interval (a bound from below: curves flatten): the steps, and the minutes at
+    the run's own mean step time."""
+    long = [e for e in p["eval"] if e["max_seq_len"] == p["lengths"][-1]]
+    if len(long) < 2:
+        return None
+    a, b = long[-2:]
+    rate = (b["disc_auc"] - a["disc_auc"]) / (b["step"] - a["step"])
+    steps = (AIM["disc_auc"] - b["disc_auc"]) / rate if rate > 0 else float("inf")
+    return {"auc_per_1000_steps": round(1000 * rate, 4), "steps": round(steps, -2),
+            "minutes": round(steps * p["seconds"] / p["steps"] / 60)}
+
+
+def curve_svg(pre: list[dict]) -> str:
+    """The discriminator's held-out AUC against step, each seed at each of its lengths (the
+    final checkpoint scored at the short length too), with the aim: the curve that says whether
+    more steps would reach it."""
+    from minielectra.experiments import svg
+
+    series = []
+    for p in pre:
+        short, long = p["lengths"]
+        for n in (short, long):
+            points = [(e["step"], e["disc_auc"]) for e in p["eval"] if e["max_seq_len"] == n]
+            if n == short:  # the final checkpoint at the short length, after the long steps
+                points.append((p["steps"], p["final"][str(n)]["disc_auc"]))
+            series.append({"name": f"seed {p['seed']}, {n} tokens", "x": [x for x, _ in points],
+                           "y": [y for _, y in points], "err": [0.0] * len(points)})
+    return svg.line_chart(series, title="laptop preset: held-out discriminator AUC",
+                          xlabel="pre-training step", ylabel="held-out AUC",
+                          hline=(f"aim {AIM['disc_auc']:.2f}", AIM["disc_auc"]))
+
+
 def report() -> dict:
     """``results.json`` from the records alone."""
     pre = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("pretraining-s*.json"))]
@@ -133,8 +167,11 @@ def report() -> dict:
     for p in pre:
         final = p["final"][str(p["lengths"][-1])]
         p["meets_aim"] = all(final[k] >= v for k, v in AIM.items())
+        p["aim_at_last_rate"] = at_last_rate(p)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    if pre:
+        (OUT / "auc_vs_step.svg").write_text(curve_svg(pre))
     return result
 
 

@@ -144,9 +144,9 @@ def test_the_lists_are_not_empty():
 
 
 def test_the_laptop_measurement_regenerates_from_its_records(tmp_path, monkeypatch):
-    """research/results/laptop/results.json from its records alone (the run's evaluations, the
-    suite's per-run files and the floor), byte for byte."""
+    """research/results/laptop/results.json and its curve from its records alone (the run's
+    evaluations, the suite's per-run files and the floor), byte for byte."""
     monkeypatch.setattr(laptop, "OUT", tmp_path)  # the records stay the committed ones
     laptop.report()
-    assert (tmp_path / "results.json").read_text() == \
-        (RESULTS / "laptop" / "results.json").read_text()
+    for name in ("results.json", "auc_vs_step.svg"):
+        assert (tmp_path / name).read_text() == (RESULTS / "laptop" / name).read_text(), name
