@@ -211,6 +211,7 @@ def test_the_checker_finds_a_typed_figure_and_passes_a_rendered_one():
             "```{results-source} x.json\n:machine: 2.5 GHz\n```\n| 1.5 | typed table |\n")
     assert FIGURE.findall(prose(text)) == ["+4.3", "0.19", "28%", "1.5"]
     assert FIGURE.findall(prose("<!-- gpu-check -->\n| 1.93x |\n<!-- /gpu-check -->")) == []
+    assert FIGURE.findall(prose("```{admonition} The runs\nAUC 0.856\n```\n")) == ["0.856"]
     filled = ("a lead of <!-- result suite:electra_vs_mlm.mean|+.1f -->+4.3<!-- /result -->, "
               "-0.5 typed\n<!-- results-table x.md\n-->\n\n| 1.5 |\n\n<!-- /results-table -->\n")
     assert FIGURE.findall(prose(filled)) == ["-0.5"]
