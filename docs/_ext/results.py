@@ -509,6 +509,19 @@ def fill(text: str) -> str:
                              f"{render_result(m.group(1))}<!-- /result -->", text)
 
 
+def fill_page(path: Path) -> tuple[str, str]:
+    """A page's text and its filled text; a notebook's are its file, its Markdown cells filled
+    (a notebook is JSON: the comments live in its Markdown cells' source)."""
+    text = path.read_text()
+    if path.suffix != ".ipynb":
+        return text, fill(text)
+    nb = json.loads(text)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            cell["source"] = fill("".join(cell["source"])).splitlines(keepends=True)
+    return text, json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
 def filled_specs(text: str) -> list[str]:
     """The figures' specs a page's filled comments name."""
     return [m.group(1) for m in FILLED_RESULT.finditer(text)]
@@ -525,8 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = []
     for page in args.pages:
-        text = page.read_text()
-        new = fill(text)
+        text, new = fill_page(page)
         if new != text:
             stale.append(page)
             if not args.check:
