@@ -44,7 +44,10 @@ RECORDS = OUT / "records"
 AIM = {"disc_auc": 0.80, "disc_recall": 0.25}
 KEYS = ("disc_auc", "disc_auc_text", "disc_recall", "disc_precision", "gen_accuracy")
 MLM_KEYS = ("mlm_accuracy",)
-LOSSES = ("gen_loss", "disc_loss")  # held-out, beside the training batches' (the gap: memorising)
+# held-out losses, beside the training batches' (the gap: memorising): the held-out record's key
+# -> the training record's (an MLM run's training records name its one loss ``loss``)
+LOSSES = {"electra": {"gen_loss": "gen_loss", "disc_loss": "disc_loss"},
+          "mlm": {"mlm_loss": "loss"}}
 
 
 def _train_losses(train: list[dict], step: int, config: dict) -> dict:
@@ -52,7 +55,9 @@ def _train_losses(train: list[dict], step: int, config: dict) -> dict:
     at ``step`` (the whole interval would reach back to where the losses were higher)."""
     last = config["train"]["eval_every"] // 10
     near = [r for r in train if step - last < r["step"] <= step]
-    return {k: round(statistics.mean(r[k] for r in near), 4) for k in LOSSES if k in near[0]}
+    losses = LOSSES[config["objective"]["name"]]
+    return {k: round(statistics.mean(r[t] for r in near), 4) for k, t in losses.items()
+            if t in near[0]}
 
 
 def mlm_steps() -> int:
@@ -86,7 +91,8 @@ def collect(run: Path, validation: Path, dev: Path | None) -> None:
                    "seconds": round(train[-1]["elapsed_s"]), "threads": 1,
                    "lengths": [d["max_seq_len"], d["long_seq_len"]],
                    "eval": [{"step": r["step"], "max_seq_len": r["max_seq_len"],
-                             **{k: round(r[k], 4) for k in keys + LOSSES if k in r},
+                             **{k: round(r[k], 4) for k in (*keys, *LOSSES[objective])
+                                if k in r},
                              "train": _train_losses(train, r["step"], config)}
                             for r in records if r["kind"] == "eval"],
                    "final": {str(n): v for n, v in final.items()}}
