@@ -100,19 +100,28 @@ def _course_bytes(name: str, source: Path) -> tuple[bytes, dict[str, Path]]:
         return text.encode("utf-8"), needed
     if not name.endswith(".ipynb"):
         return source.read_bytes(), {}
-    nb, needed = json.loads(source.read_text(encoding="utf-8")), {}
-    changed = False
+    needed: dict[str, Path] = {}
+
+    def change(text: str) -> str:
+        new, files = relink(text, name)
+        needed.update(files)
+        return new
+
+    return map_markdown(source.read_text(encoding="utf-8"), change).encode("utf-8"), needed
+
+
+def map_markdown(notebook: str, change) -> str:
+    """A notebook's JSON text with each Markdown cell's text passed through ``change``: the text
+    as it was when no cell changes, else written as nbformat writes a notebook (one space of
+    indent, non-ASCII as it is, a final newline)."""
+    nb, changed = json.loads(notebook), False
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             text = "".join(cell["source"])
-            new, files = relink(text, name)
-            needed.update(files)
+            new = change(text)
             if new != text:
                 cell["source"], changed = new.splitlines(keepends=True), True
-    if not changed:
-        return source.read_bytes(), needed
-    # as nbformat writes a notebook: one space of indent, non-ASCII as it is, a final newline
-    return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8"), needed
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n" if changed else notebook
 
 
 def copy_lessons(directory: str | Path, *, force: bool = False) -> dict:

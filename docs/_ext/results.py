@@ -515,11 +515,9 @@ def fill_page(path: Path) -> tuple[str, str]:
     text = path.read_text()
     if path.suffix != ".ipynb":
         return text, fill(text)
-    nb = json.loads(text)
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "markdown":
-            cell["source"] = fill("".join(cell["source"])).splitlines(keepends=True)
-    return text, json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    from minielectra.lessons import map_markdown
+
+    return text, map_markdown(text, fill)
 
 
 def filled_specs(text: str) -> list[str]:
